@@ -1,0 +1,4 @@
+//! Full-precision CEnt pipeline: data and schema, black-box models, VAE, latent neighbours,
+//! entropy surrogate trees, per-query explanations, atlas export and validation.
+
+pub mod layers;
