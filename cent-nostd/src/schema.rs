@@ -1,0 +1,438 @@
+//! Logical features, their encoding into columns, and the constraints a query must respect.
+//!
+//! Continuous and integer features are min-max scaled to `[0, 1]` (one column); binary features
+//! are one column holding 0 or 1; a categorical feature is a one-hot *group* of columns that is
+//! treated atomically (one logical feature for immutability, cost, l0 and redundancy).
+
+use crate::capacity::{COLUMNS, FEATURES};
+use core::fmt;
+
+/// How a logical feature is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Kind {
+    /// Real-valued, min-max scaled.
+    Continuous,
+    /// Integer-valued in raw units, min-max scaled.
+    Integer,
+    /// 0 or 1.
+    Binary,
+    /// One-hot group of `width` columns.
+    Categorical,
+}
+
+/// Which changes of a feature are feasible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Mutability {
+    /// Any change inside the feature's range.
+    Free,
+    /// The value may only grow (age).
+    IncreaseOnly,
+    /// The value may only shrink.
+    DecreaseOnly,
+    /// The value may not change (race, sex).
+    Immutable,
+}
+
+impl Mutability {
+    /// True when moving from `from` to `to` (encoded units) is allowed.
+    pub fn allows(self, from: f32, to: f32) -> bool {
+        match self {
+            Mutability::Free => true,
+            Mutability::IncreaseOnly => to >= from,
+            Mutability::DecreaseOnly => to <= from,
+            Mutability::Immutable => to == from,
+        }
+    }
+}
+
+/// One logical feature.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Feature {
+    pub kind: Kind,
+    /// First encoded column.
+    pub col: u8,
+    /// Number of encoded columns: 1, or the number of categories.
+    pub width: u8,
+    /// Raw range: `raw = min + v * (max - min)` for scaled kinds.
+    pub min: f32,
+    pub max: f32,
+    /// Standard deviation in encoded units (drives the counterfactual margin).
+    pub sigma: f32,
+    /// Default per-feature edit cost `w_j`.
+    pub cost: f32,
+    /// Default mutability.
+    pub mutability: Mutability,
+}
+
+impl Feature {
+    /// A free continuous feature with raw range `[min, max]`, sigma 0.1 and cost 1.
+    pub const fn continuous(col: u8, min: f32, max: f32) -> Self {
+        Feature { kind: Kind::Continuous, col, width: 1, min, max, sigma: 0.1, cost: 1.0, mutability: Mutability::Free }
+    }
+
+    /// A free integer feature with raw range `[min, max]`.
+    pub const fn integer(col: u8, min: f32, max: f32) -> Self {
+        Feature { kind: Kind::Integer, ..Feature::continuous(col, min, max) }
+    }
+
+    /// A free binary feature.
+    pub const fn binary(col: u8) -> Self {
+        Feature { kind: Kind::Binary, ..Feature::continuous(col, 0.0, 1.0) }
+    }
+
+    /// A free categorical feature of `width` one-hot columns.
+    pub const fn categorical(col: u8, width: u8) -> Self {
+        Feature { kind: Kind::Categorical, width, ..Feature::continuous(col, 0.0, 1.0) }
+    }
+
+    pub const fn with_mutability(self, mutability: Mutability) -> Self {
+        Feature { mutability, ..self }
+    }
+
+    pub const fn with_cost(self, cost: f32) -> Self {
+        Feature { cost, ..self }
+    }
+
+    pub const fn with_sigma(self, sigma: f32) -> Self {
+        Feature { sigma, ..self }
+    }
+
+    /// Encoded columns of this feature.
+    pub fn columns(&self) -> core::ops::Range<usize> {
+        self.col as usize..self.col as usize + self.width as usize
+    }
+
+    /// True for kinds whose raw value must be a whole number.
+    pub fn is_discrete(&self) -> bool {
+        matches!(self.kind, Kind::Integer | Kind::Binary)
+    }
+
+    /// Raw value of an encoded (scaled) value.
+    pub fn decode(&self, v: f32) -> f32 {
+        self.min + v * (self.max - self.min)
+    }
+
+    /// Encoded value of a raw value (0 for a constant feature).
+    pub fn encode(&self, raw: f32) -> f32 {
+        let span = self.max - self.min;
+        if span > 0.0 { (raw - self.min) / span } else { 0.0 }
+    }
+}
+
+/// Why a schema or query is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// More than [`FEATURES`] features or [`COLUMNS`] columns.
+    Capacity,
+    /// A feature does not start at the next free column, or has an impossible width for its kind.
+    Layout { feature: u8 },
+    /// A range, sigma or cost is not finite, or a range is inverted, or a cost is negative.
+    Value { feature: u8 },
+    /// A feature index is out of range.
+    UnknownFeature { feature: u8 },
+    /// A category index is out of range.
+    UnknownCategory { feature: u8, category: u8 },
+    /// The class count is zero or above the capacity.
+    Classes,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchemaError::Capacity => write!(f, "schema exceeds {FEATURES} features or {COLUMNS} columns"),
+            SchemaError::Layout { feature } => write!(f, "feature {feature} has an invalid column layout"),
+            SchemaError::Value { feature } => write!(f, "feature {feature} has a non-finite or inverted range, sigma or cost"),
+            SchemaError::UnknownFeature { feature } => write!(f, "no feature {feature}"),
+            SchemaError::UnknownCategory { feature, category } => write!(f, "feature {feature} has no category {category}"),
+            SchemaError::Classes => write!(f, "class count is zero or too large"),
+        }
+    }
+}
+
+impl core::error::Error for SchemaError {}
+
+/// All category bits set: every transition allowed.
+const ALL: u64 = u64::MAX;
+
+/// The encoded layout and default constraints of a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schema {
+    features: heapless::Vec<Feature, FEATURES>,
+    /// Per column of a categorical group: bit `k` set when moving from this column's category
+    /// to the group's `k`-th category is allowed.
+    transitions: [u64; COLUMNS],
+    columns: u8,
+    classes: u8,
+    /// Default weight of the l0 term (per changed logical feature).
+    pub l0: f32,
+    /// Default weight of the leaf-entropy term.
+    pub entropy: f32,
+    /// Default margin divisor `m`: the inward margin is `|N(0, sigma / m)|`.
+    pub margin: f32,
+}
+
+impl Schema {
+    /// An empty schema for a black box with `classes` classes (clamped to at least 1).
+    pub fn new(classes: u8) -> Self {
+        Schema {
+            features: heapless::Vec::new(),
+            transitions: [ALL; COLUMNS],
+            columns: 0,
+            classes: classes.max(1),
+            l0: 0.05,
+            entropy: 0.05,
+            margin: 10.0,
+        }
+    }
+
+    /// Appends a feature that starts at the next free column.
+    ///
+    /// # Errors
+    /// [`SchemaError::Layout`], [`SchemaError::Value`] or [`SchemaError::Capacity`] when the
+    /// feature does not fit.
+    pub fn push(&mut self, feature: Feature) -> Result<(), SchemaError> {
+        let index = self.features.len() as u8;
+        check_feature(&feature, index, self.columns)?;
+        let end = self.columns as usize + feature.width as usize;
+        if end > COLUMNS {
+            return Err(SchemaError::Capacity);
+        }
+        self.features.push(feature).map_err(|_| SchemaError::Capacity)?;
+        self.columns = end as u8;
+        Ok(())
+    }
+
+    /// Forbids or allows moving feature `feature` from category `from` to category `to`.
+    ///
+    /// # Errors
+    /// When the feature is not categorical or a category is out of range.
+    pub fn set_transition(&mut self, feature: usize, from: u8, to: u8, allowed: bool) -> Result<(), SchemaError> {
+        set_transition(&self.features, &mut self.transitions, feature, from, to, allowed)
+    }
+
+    /// Transition mask of one encoded column (see [`Query::transitions`]).
+    pub fn transition_mask(&self, col: usize) -> u64 {
+        self.transitions.get(col).copied().unwrap_or(0)
+    }
+
+    pub fn features(&self) -> &[Feature] {
+        &self.features
+    }
+
+    pub fn feature(&self, index: usize) -> Option<&Feature> {
+        self.features.get(index)
+    }
+
+    /// Number of encoded columns.
+    pub fn columns(&self) -> usize {
+        self.columns as usize
+    }
+
+    pub fn classes(&self) -> usize {
+        self.classes as usize
+    }
+
+    /// The logical feature that owns an encoded column.
+    pub fn feature_of_column(&self, col: usize) -> Option<usize> {
+        self.features.iter().position(|f| f.columns().contains(&col))
+    }
+
+    /// The constraints and costs of a query that uses the schema's defaults.
+    pub fn default_query(&self) -> Query {
+        let mut q = Query {
+            mutability: [Mutability::Free; FEATURES],
+            cost: [1.0; FEATURES],
+            transitions: self.transitions,
+            l0: self.l0,
+            entropy: self.entropy,
+            margin: self.margin,
+        };
+        for (i, f) in self.features.iter().enumerate() {
+            q.mutability[i] = f.mutability;
+            q.cost[i] = f.cost;
+        }
+        q
+    }
+}
+
+fn check_feature(f: &Feature, index: u8, next_col: u8) -> Result<(), SchemaError> {
+    let layout = SchemaError::Layout { feature: index };
+    if f.col != next_col || f.width == 0 {
+        return Err(layout);
+    }
+    match f.kind {
+        Kind::Categorical if f.width as usize > 64 => return Err(layout),
+        Kind::Continuous | Kind::Integer | Kind::Binary if f.width != 1 => return Err(layout),
+        _ => {}
+    }
+    let finite = f.min.is_finite() && f.max.is_finite() && f.sigma.is_finite() && f.cost.is_finite();
+    if !finite || f.min > f.max || f.sigma < 0.0 || f.cost < 0.0 {
+        return Err(SchemaError::Value { feature: index });
+    }
+    if f.kind == Kind::Binary && (f.min != 0.0 || f.max != 1.0) {
+        return Err(SchemaError::Value { feature: index });
+    }
+    Ok(())
+}
+
+fn set_transition(
+    features: &[Feature],
+    transitions: &mut [u64; COLUMNS],
+    feature: usize,
+    from: u8,
+    to: u8,
+    allowed: bool,
+) -> Result<(), SchemaError> {
+    let f = features.get(feature).ok_or(SchemaError::UnknownFeature { feature: feature as u8 })?;
+    if f.kind != Kind::Categorical {
+        return Err(SchemaError::Layout { feature: feature as u8 });
+    }
+    for c in [from, to] {
+        if c >= f.width {
+            return Err(SchemaError::UnknownCategory { feature: feature as u8, category: c });
+        }
+    }
+    let mask = &mut transitions[f.col as usize + from as usize];
+    if allowed {
+        *mask |= 1 << to;
+    } else {
+        *mask &= !(1 << to);
+    }
+    Ok(())
+}
+
+/// The constraints, costs and weights of one query. Starts from [`Schema::default_query`]; a
+/// person (or the device) may tighten or loosen any of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// Per logical feature.
+    pub mutability: [Mutability; FEATURES],
+    /// Per logical feature edit cost `w_j`.
+    pub cost: [f32; FEATURES],
+    /// Per encoded column of a categorical group: allowed target categories (bit per category).
+    pub transitions: [u64; COLUMNS],
+    /// Weight of the l0 term.
+    pub l0: f32,
+    /// Weight of the leaf-entropy term.
+    pub entropy: f32,
+    /// Margin divisor `m`.
+    pub margin: f32,
+}
+
+impl Query {
+    /// Forbids or allows a category transition of a categorical feature.
+    ///
+    /// # Errors
+    /// When the feature is not categorical or a category is out of range.
+    pub fn set_transition(&mut self, schema: &Schema, feature: usize, from: u8, to: u8, allowed: bool) -> Result<(), SchemaError> {
+        set_transition(schema.features(), &mut self.transitions, feature, from, to, allowed)
+    }
+
+    /// Checks that every weight is finite and non-negative.
+    ///
+    /// # Errors
+    /// [`SchemaError::Value`] naming the first bad feature (or `FEATURES` for a global weight).
+    pub fn check(&self, schema: &Schema) -> Result<(), SchemaError> {
+        for (i, c) in self.cost.iter().take(schema.features().len()).enumerate() {
+            if !c.is_finite() || *c < 0.0 {
+                return Err(SchemaError::Value { feature: i as u8 });
+            }
+        }
+        let ok = |w: f32| w.is_finite() && w >= 0.0;
+        if ok(self.l0) && ok(self.entropy) && self.margin.is_finite() && self.margin > 0.0 {
+            Ok(())
+        } else {
+            Err(SchemaError::Value { feature: FEATURES as u8 })
+        }
+    }
+}
+
+/// The category a one-hot group holds in `x`: the single column above 0.5.
+pub fn category(feature: &Feature, x: &[f32]) -> Option<u8> {
+    let cols = x.get(feature.columns())?;
+    let mut found = None;
+    for (k, v) in cols.iter().enumerate() {
+        if *v > 0.5 {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(k as u8);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adultish() -> Schema {
+        let mut s = Schema::new(2);
+        s.push(Feature::integer(0, 17.0, 90.0).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        s.push(Feature::categorical(1, 3)).unwrap();
+        s.push(Feature::binary(4).with_mutability(Mutability::Immutable)).unwrap();
+        s
+    }
+
+    #[test]
+    fn test_push_contiguous_columns() {
+        let s = adultish();
+        assert_eq!(s.columns(), 5);
+        assert_eq!(s.feature_of_column(3), Some(1));
+        assert_eq!(s.feature_of_column(4), Some(2));
+        assert_eq!(s.feature_of_column(5), None);
+    }
+
+    #[test]
+    fn test_push_rejects_gap_and_bad_values() {
+        let mut s = Schema::new(2);
+        assert_eq!(s.push(Feature::continuous(1, 0.0, 1.0)), Err(SchemaError::Layout { feature: 0 }));
+        assert_eq!(s.push(Feature::continuous(0, 2.0, 1.0)), Err(SchemaError::Value { feature: 0 }));
+        assert_eq!(s.push(Feature::continuous(0, 0.0, f32::NAN)), Err(SchemaError::Value { feature: 0 }));
+        assert_eq!(s.push(Feature::categorical(0, 65)), Err(SchemaError::Layout { feature: 0 }));
+    }
+
+    #[test]
+    fn test_capacity_is_an_error() {
+        let mut s = Schema::new(2);
+        for i in 0..COLUMNS {
+            s.push(Feature::binary(i as u8)).ok();
+        }
+        assert!(s.push(Feature::binary(s.columns() as u8)).is_err());
+    }
+
+    #[test]
+    fn test_transitions_and_query_defaults() {
+        let mut s = adultish();
+        s.set_transition(1, 2, 0, false).unwrap();
+        assert_eq!(s.transition_mask(3) & 1, 0);
+        assert_eq!(s.set_transition(0, 0, 0, false), Err(SchemaError::Layout { feature: 0 }));
+        assert_eq!(s.set_transition(1, 3, 0, false), Err(SchemaError::UnknownCategory { feature: 1, category: 3 }));
+        let q = s.default_query();
+        assert_eq!(q.mutability[0], Mutability::IncreaseOnly);
+        assert_eq!(q.mutability[2], Mutability::Immutable);
+        assert!(q.check(&s).is_ok());
+    }
+
+    #[test]
+    fn test_category_requires_exactly_one_hot() {
+        let f = Feature::categorical(0, 3);
+        assert_eq!(category(&f, &[0.0, 1.0, 0.0]), Some(1));
+        assert_eq!(category(&f, &[1.0, 1.0, 0.0]), None);
+        assert_eq!(category(&f, &[0.0, 0.0, 0.0]), None);
+        assert_eq!(category(&f, &[0.0, 1.0]), None);
+    }
+
+    #[test]
+    fn test_encode_decode_round_trip() {
+        let f = Feature::integer(0, 17.0, 90.0);
+        assert!((f.decode(f.encode(40.0)) - 40.0).abs() < 1e-4);
+        let c = Feature::continuous(0, 5.0, 5.0);
+        assert_eq!(c.encode(5.0), 0.0);
+    }
+}
