@@ -32,7 +32,9 @@ impl fmt::Display for CounterfactualError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CounterfactualError::Input => write!(f, "query vector does not match the schema"),
-            CounterfactualError::NoValue { feature } => write!(f, "leaf box leaves feature {feature} no feasible value"),
+            CounterfactualError::NoValue { feature } => {
+                write!(f, "leaf box leaves feature {feature} no feasible value")
+            }
             CounterfactualError::OutsideLeaf => write!(f, "counterfactual does not fall into its leaf"),
             CounterfactualError::Violation(v) => write!(f, "{v}"),
         }
@@ -117,7 +119,14 @@ pub fn realize<R: Rng + ?Sized>(
 }
 
 /// Moves one scalar feature into the box; `None` when the box has no feasible value.
-fn move_scalar<R: Rng + ?Sized>(f: &Feature, m: f32, b: &Bounds, x: &[f32], rng: &mut R, out: &mut [f32]) -> Option<()> {
+fn move_scalar<R: Rng + ?Sized>(
+    f: &Feature,
+    m: f32,
+    b: &Bounds,
+    x: &[f32],
+    rng: &mut R,
+    out: &mut [f32],
+) -> Option<()> {
     let col = f.col as usize;
     let v = *x.get(col)?;
     if b.admits(col, v) {

@@ -49,7 +49,15 @@ impl fmt::Display for GraphError {
 impl core::error::Error for GraphError {}
 
 /// A feature's cost state for one box: `None` when the box is forbidden for the query.
-fn feature_cost(f: &Feature, m: Mutability, w: f32, transitions: &[u64; COLUMNS], l0: u32, x: &[f32], b: &Bounds) -> Option<u32> {
+fn feature_cost(
+    f: &Feature,
+    m: Mutability,
+    w: f32,
+    transitions: &[u64; COLUMNS],
+    l0: u32,
+    x: &[f32],
+    b: &Bounds,
+) -> Option<u32> {
     let (distance, changed) = match f.kind {
         Kind::Categorical => group_distance(f, m, transitions, x, b)?,
         Kind::Continuous | Kind::Integer | Kind::Binary => scalar_distance(f, m, x, b)?,
@@ -87,7 +95,13 @@ fn scalar_distance(f: &Feature, m: Mutability, x: &[f32], b: &Bounds) -> Option<
 
 /// Distance of `x`'s category to the box on a one-hot group: 0 while still allowed, 1 when `x`
 /// must switch to an allowed category, `None` when no allowed category may be reached.
-fn group_distance(f: &Feature, m: Mutability, transitions: &[u64; COLUMNS], x: &[f32], b: &Bounds) -> Option<(f32, bool)> {
+fn group_distance(
+    f: &Feature,
+    m: Mutability,
+    transitions: &[u64; COLUMNS],
+    x: &[f32],
+    b: &Bounds,
+) -> Option<(f32, bool)> {
     let allowed = b.categories(f.col as usize, f.width as usize);
     let current = schema::category(f, x)?;
     if allowed & (1 << current) != 0 {
@@ -303,11 +317,8 @@ fn check_input(tree: &Tree<'_>, schema: &Schema, x: &[f32]) -> Result<(), GraphE
     if x.iter().any(|v| !v.is_finite()) {
         return Err(GraphError::Input);
     }
-    let groups_ok = schema
-        .features()
-        .iter()
-        .filter(|f| f.kind == Kind::Categorical)
-        .all(|f| schema::category(f, x).is_some());
+    let groups_ok =
+        schema.features().iter().filter(|f| f.kind == Kind::Categorical).all(|f| schema::category(f, x).is_some());
     if groups_ok { Ok(()) } else { Err(GraphError::Input) }
 }
 

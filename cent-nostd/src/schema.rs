@@ -146,9 +146,13 @@ impl fmt::Display for SchemaError {
         match self {
             SchemaError::Capacity => write!(f, "schema exceeds {FEATURES} features or {COLUMNS} columns"),
             SchemaError::Layout { feature } => write!(f, "feature {feature} has an invalid column layout"),
-            SchemaError::Value { feature } => write!(f, "feature {feature} has a non-finite or inverted range, sigma or cost"),
+            SchemaError::Value { feature } => {
+                write!(f, "feature {feature} has a non-finite or inverted range, sigma or cost")
+            }
             SchemaError::UnknownFeature { feature } => write!(f, "no feature {feature}"),
-            SchemaError::UnknownCategory { feature, category } => write!(f, "feature {feature} has no category {category}"),
+            SchemaError::UnknownCategory { feature, category } => {
+                write!(f, "feature {feature} has no category {category}")
+            }
             SchemaError::Classes => write!(f, "class count is zero or too large"),
         }
     }
@@ -329,7 +333,14 @@ impl Query {
     ///
     /// # Errors
     /// When the feature is not categorical or a category is out of range.
-    pub fn set_transition(&mut self, schema: &Schema, feature: usize, from: u8, to: u8, allowed: bool) -> Result<(), SchemaError> {
+    pub fn set_transition(
+        &mut self,
+        schema: &Schema,
+        feature: usize,
+        from: u8,
+        to: u8,
+        allowed: bool,
+    ) -> Result<(), SchemaError> {
         set_transition(schema.features(), &mut self.transitions, feature, from, to, allowed)
     }
 

@@ -107,7 +107,11 @@ impl<const N: usize> Search<N> {
     ///
     /// # Errors
     /// [`SearchError::Capacity`] when the heap overflows.
-    pub fn next_contrast<const G: usize>(&mut self, graph: &Graph<G>, target: Target) -> Result<Option<Hit>, SearchError> {
+    pub fn next_contrast<const G: usize>(
+        &mut self,
+        graph: &Graph<G>,
+        target: Target,
+    ) -> Result<Option<Hit>, SearchError> {
         while let Some((cost, node)) = self.heap.pop() {
             let i = node as usize;
             if i >= self.len || self.settled[i] || cost > self.dist[i] {
@@ -180,8 +184,13 @@ pub(crate) mod tests {
                 2 => Feature::binary(col),
                 _ => Feature::categorical(col, 2 + below(rng, 4) as u8),
             };
-            let m = [Mutability::Free, Mutability::Free, Mutability::IncreaseOnly, Mutability::DecreaseOnly, Mutability::Immutable]
-                [below(rng, 5) as usize];
+            let m = [
+                Mutability::Free,
+                Mutability::Free,
+                Mutability::IncreaseOnly,
+                Mutability::DecreaseOnly,
+                Mutability::Immutable,
+            ][below(rng, 5) as usize];
             let f = f.with_mutability(m).with_cost(0.5 + unit(rng)).with_sigma(0.05 + 0.2 * unit(rng));
             s.push(f).unwrap();
         }

@@ -132,7 +132,7 @@ impl<'a> Tree<'a> {
     /// # Errors
     /// A [`TreeError`] naming the first bad node.
     pub fn new(bytes: &'a [u8], columns: usize, classes: usize) -> Result<Self, TreeError> {
-        if bytes.is_empty() || bytes.len() % RECORD_LEN != 0 {
+        if bytes.is_empty() || !bytes.len().is_multiple_of(RECORD_LEN) {
             return Err(TreeError::Length);
         }
         let n = bytes.len() / RECORD_LEN;
@@ -281,10 +281,7 @@ impl Bounds {
 
     /// `(lo, hi]` of one column.
     pub fn interval(&self, col: usize) -> (f32, f32) {
-        (
-            self.lo.get(col).copied().unwrap_or(f32::NEG_INFINITY),
-            self.hi.get(col).copied().unwrap_or(f32::INFINITY),
-        )
+        (self.lo.get(col).copied().unwrap_or(f32::NEG_INFINITY), self.hi.get(col).copied().unwrap_or(f32::INFINITY))
     }
 
     /// Overwrites one column's interval (used to undo [`Bounds::restrict`]).

@@ -1,0 +1,329 @@
+//! The recourse atlas: anchors in latent space with one local tree each, and the on-device
+//! `explain` entry point (design §4).
+//!
+//! `explain`: quantized encode → nearest anchor → query graph over its tree → bounded Dijkstra →
+//! counterfactual candidates → confirmation by the on-device classifier when the bundle has one
+//! → up to `n` results, cheapest first, each from a distinct leaf.
+
+use crate::capacity::{ANCHORS, COLUMNS, LATENT, NODES, WIDTH};
+use crate::counterfactual::{self, CounterfactualError};
+use crate::encoder::{EncoderError, Mlp};
+use crate::graph::{Graph, GraphError};
+use crate::schema::{Query, Schema};
+use crate::search::{Search, SearchError, Target};
+use crate::tree::{NodeIdx, Tree, TreeError};
+use core::fmt;
+use rand_core::Rng;
+
+/// Why an atlas is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum AtlasError {
+    /// No anchors, more than [`ANCHORS`], a latent size of 0 or above [`LATENT`], or anchor
+    /// bytes that are not `anchors · latent` int16 values.
+    Anchors,
+    /// The tree of anchor `anchor` is invalid.
+    Tree { anchor: u8, error: TreeError },
+}
+
+impl fmt::Display for AtlasError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AtlasError::Anchors => write!(f, "anchor table does not match the latent size or capacity"),
+            AtlasError::Tree { anchor, error } => write!(f, "tree of anchor {anchor}: {error}"),
+        }
+    }
+}
+
+impl core::error::Error for AtlasError {}
+
+/// Anchors (int16, in the encoder's output steps) and their trees, borrowed from a bundle.
+#[derive(Debug, Clone)]
+pub struct Atlas<'a> {
+    latent: usize,
+    anchors: &'a [u8],
+    trees: heapless::Vec<Tree<'a>, ANCHORS>,
+}
+
+impl<'a> Atlas<'a> {
+    /// Validates the anchor table (`trees.len() · latent` little-endian i16) and every tree.
+    ///
+    /// # Errors
+    /// [`AtlasError`] naming the first problem.
+    pub fn new(
+        latent: usize,
+        anchors: &'a [u8],
+        trees: &[&'a [u8]],
+        columns: usize,
+        classes: usize,
+    ) -> Result<Self, AtlasError> {
+        let n = trees.len();
+        if n == 0 || n > ANCHORS || latent == 0 || latent > LATENT || anchors.len() != n * latent * 2 {
+            return Err(AtlasError::Anchors);
+        }
+        let mut views = heapless::Vec::new();
+        for (i, bytes) in trees.iter().enumerate() {
+            let tree =
+                Tree::new(bytes, columns, classes).map_err(|error| AtlasError::Tree { anchor: i as u8, error })?;
+            views.push(tree).map_err(|_| AtlasError::Anchors)?;
+        }
+        Ok(Atlas { latent, anchors, trees: views })
+    }
+
+    pub fn len(&self) -> usize {
+        self.trees.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.trees.is_empty()
+    }
+
+    pub fn latent(&self) -> usize {
+        self.latent
+    }
+
+    pub fn tree(&self, anchor: usize) -> Option<&Tree<'a>> {
+        self.trees.get(anchor)
+    }
+
+    /// Coordinate `d` of anchor `a`, in encoder output steps.
+    pub fn anchor(&self, a: usize, d: usize) -> i16 {
+        let i = (a * self.latent + d) * 2;
+        match self.anchors.get(i..i + 2) {
+            Some(b) => i16::from_le_bytes([b[0], b[1]]),
+            None => 0,
+        }
+    }
+
+    /// The anchor nearest to a quantized latent point (squared Euclidean in integer steps;
+    /// ties go to the lower index). `None` when `z` is not `latent()` long.
+    pub fn nearest(&self, z: &[i16]) -> Option<usize> {
+        if z.len() != self.latent {
+            return None;
+        }
+        let dist = |a: usize| -> i64 {
+            z.iter().enumerate().map(|(d, &v)| (v as i64 - self.anchor(a, d) as i64).pow(2)).sum()
+        };
+        (0..self.len()).min_by_key(|&a| (dist(a), a))
+    }
+
+    /// The anchor nearest to a full-precision latent point, with anchors dequantized by
+    /// `scale` (the encoder's output scale). Used by the host's full-precision path.
+    pub fn nearest_f32(&self, z: &[f32], scale: f32) -> Option<usize> {
+        if z.len() != self.latent {
+            return None;
+        }
+        let dist = |a: usize| -> f32 {
+            z.iter()
+                .enumerate()
+                .map(|(d, &v)| {
+                    let e = v - self.anchor(a, d) as f32 * scale;
+                    e * e
+                })
+                .sum()
+        };
+        let mut best: Option<(f32, usize)> = None;
+        for a in 0..self.len() {
+            let d = dist(a);
+            if best.is_none_or(|(b, _)| d < b) {
+                best = Some((d, a));
+            }
+        }
+        best.map(|(_, a)| a)
+    }
+}
+
+/// One on-device counterfactual.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counterfactual {
+    /// The counterfactual, encoded like the query.
+    pub x: heapless::Vec<f32, COLUMNS>,
+    /// Fixed-point cost of its leaf box (see [`crate::graph::SCALE`]).
+    pub cost: u32,
+    pub leaf: NodeIdx,
+    /// Class given by the on-device classifier (`None` when the bundle has none).
+    pub class: Option<u8>,
+    /// Bit `j` set when logical feature `j` changed.
+    pub changed: u32,
+}
+
+/// Why no counterfactual was found, when the search itself worked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum NotFound {
+    /// The anchor's tree has no reachable leaf of the target class under the constraints.
+    NoContrastLeaf,
+    /// Contrast leaves exist but no feasible point could be built in any of them.
+    Blocked,
+    /// Candidates were built but the classifier confirmed none.
+    NotConfirmed,
+}
+
+/// What one explanation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Summary {
+    pub anchor: u8,
+    /// The class of `x` (the classifier's, or the tree's when there is no classifier).
+    pub fact: u8,
+    /// Contrast leaves examined.
+    pub examined: u8,
+    /// Candidates the classifier rejected.
+    pub rejected: u8,
+    /// Set when the output is empty.
+    pub not_found: Option<NotFound>,
+}
+
+/// Why an explanation failed outright.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ExplainError {
+    Encoder(EncoderError),
+    Graph(GraphError),
+    Search(SearchError),
+    /// The desired class equals the current one, or is not a class of the model.
+    Target,
+    /// The query vector does not match the schema or the atlas.
+    Input,
+}
+
+impl fmt::Display for ExplainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExplainError::Encoder(e) => write!(f, "encoder: {e}"),
+            ExplainError::Graph(e) => write!(f, "graph: {e}"),
+            ExplainError::Search(e) => write!(f, "search: {e}"),
+            ExplainError::Target => write!(f, "desired class is the current class or unknown"),
+            ExplainError::Input => write!(f, "query vector does not match the schema"),
+        }
+    }
+}
+
+impl core::error::Error for ExplainError {}
+
+/// Everything `explain` reads: the bundle's contents, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct Model<'m, 'a> {
+    pub schema: &'m Schema,
+    pub encoder: &'m Mlp<'a>,
+    pub classifier: Option<&'m Mlp<'a>>,
+    pub atlas: &'m Atlas<'a>,
+}
+
+/// Per-query options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Desired class; `None` = any class but the current one.
+    pub desired: Option<u8>,
+    /// Contrast leaves to examine at most (the paper's `max_search`).
+    pub max_search: u8,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { desired: None, max_search: 50 }
+    }
+}
+
+/// Caller-owned scratch of the explainer: the graph and the search over trees of `N` nodes.
+#[derive(Debug)]
+pub struct Explainer<const N: usize = NODES> {
+    graph: Graph<N>,
+    search: Search<N>,
+}
+
+impl<const N: usize> Default for Explainer<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Explainer<N> {
+    pub const fn new() -> Self {
+        Explainer { graph: Graph::new(), search: Search::new() }
+    }
+
+    /// Explains `x` with `model` under `query`, writing up to `out`'s capacity results, cheapest
+    /// first. An empty `out` comes with [`Summary::not_found`] set.
+    ///
+    /// # Errors
+    /// [`ExplainError`] when the input does not match or a capacity is exceeded.
+    pub fn explain<R: Rng + ?Sized, const K: usize>(
+        &mut self,
+        model: &Model<'_, '_>,
+        x: &[f32],
+        query: &Query,
+        options: Options,
+        rng: &mut R,
+        out: &mut heapless::Vec<Counterfactual, K>,
+    ) -> Result<Summary, ExplainError> {
+        out.clear();
+        let schema = model.schema;
+        if x.len() != schema.columns() {
+            return Err(ExplainError::Input);
+        }
+        let mut z = [0i16; WIDTH];
+        let latent = model.atlas.latent();
+        let z = z.get_mut(..latent).ok_or(ExplainError::Input)?;
+        model.encoder.forward(x, z).map_err(ExplainError::Encoder)?;
+        let anchor = model.atlas.nearest(z).ok_or(ExplainError::Input)?;
+        let tree = model.atlas.tree(anchor).ok_or(ExplainError::Input)?;
+        let fact = fact_class(model, tree, x)?;
+        let target = match options.desired {
+            Some(d) if d == fact || d as usize >= schema.classes() => return Err(ExplainError::Target),
+            Some(d) => Target::Class(d),
+            None => Target::Not(fact),
+        };
+        self.graph.build(tree, schema, query, x).map_err(ExplainError::Graph)?;
+        self.search.start(&self.graph).map_err(ExplainError::Search)?;
+        let mut summary = Summary { anchor: anchor as u8, fact, examined: 0, rejected: 0, not_found: None };
+        let mut built = 0u8;
+        while summary.examined < options.max_search && !out.is_full() {
+            let Some(hit) = self.search.next_contrast(&self.graph, target).map_err(ExplainError::Search)? else {
+                break;
+            };
+            summary.examined += 1;
+            let mut cf = heapless::Vec::<f32, COLUMNS>::new();
+            cf.resize(x.len(), 0.0).map_err(|_| ExplainError::Input)?;
+            match counterfactual::realize(schema, query, tree, hit.leaf, x, rng, &mut cf) {
+                Ok(()) => built += 1,
+                Err(CounterfactualError::Input) => return Err(ExplainError::Input),
+                Err(_) => continue,
+            }
+            let class = match model.classifier {
+                Some(c) => Some(c.classify(&cf).map_err(ExplainError::Encoder)? as u8),
+                None => None,
+            };
+            if class.is_some_and(|c| !target.matches(c)) || cf.as_slice() == x {
+                summary.rejected += 1;
+                continue;
+            }
+            let changed = counterfactual::changed(schema, x, &cf);
+            // `out` is not full (loop condition), so the push cannot fail.
+            let _ = out.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
+        }
+        if out.is_empty() {
+            summary.not_found = Some(match (summary.examined, built) {
+                (0, _) => NotFound::NoContrastLeaf,
+                (_, 0) => NotFound::Blocked,
+                _ => NotFound::NotConfirmed,
+            });
+        }
+        Ok(summary)
+    }
+}
+
+fn fact_class(model: &Model<'_, '_>, tree: &Tree<'_>, x: &[f32]) -> Result<u8, ExplainError> {
+    match model.classifier {
+        Some(c) => c.classify(x).map(|k| k as u8).map_err(ExplainError::Encoder),
+        None => {
+            let leaf = tree.route(x).map_err(|_| ExplainError::Input)?;
+            match tree.node(leaf) {
+                Some(crate::tree::Node::Leaf { class, .. }) => Ok(class),
+                _ => Err(ExplainError::Input),
+            }
+        }
+    }
+}
