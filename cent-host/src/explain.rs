@@ -1,0 +1,476 @@
+//! Per-query CEnt on the host (design §3): latent neighbours → entropy surrogate → query graph
+//! → Dijkstra → counterfactual candidates → one batched call of the black box → verified,
+//! diverse results with their rules and before/after values.
+//!
+//! The graph, search and counterfactual steps are `cent-nostd`'s: the host and the device run
+//! one implementation. Every returned counterfactual is re-verified *after* final formatting
+//! (decoded, rounded to the printed precision, re-encoded): it flips the black box and breaks no
+//! constraint, or it is not returned.
+
+use crate::blackbox::BlackBox;
+use crate::data::{Encoding, Value};
+use crate::layers::Mlp;
+use crate::neighbors::Pool;
+use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
+use cent_nostd::counterfactual;
+use cent_nostd::graph::{Graph, SCALE};
+use cent_nostd::schema::{Kind, Query, Schema};
+use cent_nostd::search::{Search, Target};
+use cent_nostd::tree::{Bounds, NodeIdx, Tree};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro128PlusPlus;
+use serde::Serialize;
+use thiserror::Error;
+
+/// Hyperparameters of the per-query explainer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// Neighbours in all (`k/2` per side).
+    pub k: usize,
+    /// Contrast leaves turned into candidates at most.
+    pub max_search: usize,
+    /// Results wanted (distinct leaves).
+    pub n: usize,
+    pub tree: TreeParams,
+    /// Share of the neighbours held out to measure the surrogate's fidelity.
+    pub holdout: f64,
+    pub seed: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { k: 1000, max_search: 50, n: 3, tree: TreeParams::default(), holdout: 0.2, seed: 7 }
+    }
+}
+
+/// Why no counterfactual is returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The pool has no point of the target class near the query.
+    NoContrastNeighbours,
+    /// The surrogate has no leaf of the target class that the constraints allow reaching.
+    NoReachableContrastLeaf,
+    /// Contrast leaves were reachable but no feasible point could be built in them.
+    Blocked,
+    /// Candidates were built but the black box confirmed none of them.
+    NotConfirmed,
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reason::NoContrastNeighbours => "no training point of the target class to learn from",
+            Reason::NoReachableContrastLeaf => "every region of the target class needs a change the constraints forbid",
+            Reason::Blocked => "the reachable target regions leave no feasible value for some feature",
+            Reason::NotConfirmed => "the model confirmed none of the candidate changes",
+        })
+    }
+}
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ExplainError {
+    #[error("the query has {found} encoded values, the dataset {expected}")]
+    Width { found: usize, expected: usize },
+    #[error("the query has a non-finite value in encoded column {col}")]
+    NonFinite { col: usize },
+    #[error("the desired class `{class}` is already the model's decision for this query")]
+    DesiredIsCurrent { class: String },
+    #[error("class index {index} is out of range (the model has {classes} classes)")]
+    UnknownClass { index: usize, classes: usize },
+    #[error("no counterfactual found: {0}")]
+    NotFound(Reason),
+    #[error("surrogate: {0}")]
+    Surrogate(#[from] SurrogateError),
+    #[error("core: {0}")]
+    Core(String),
+}
+
+/// A class and the model's probability for it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassOut {
+    pub index: usize,
+    pub name: String,
+    pub probability: f32,
+}
+
+/// One changed logical feature.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub feature: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// One verified counterfactual.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Counterfactual {
+    /// 1 = cheapest.
+    pub rank: usize,
+    /// The model's decision for the counterfactual.
+    pub class: ClassOut,
+    /// Cost of the leaf box (weighted scaled distance + l0 + entropy terms).
+    pub cost: f64,
+    /// Number of changed logical features.
+    pub l0: usize,
+    /// The surrogate leaf's region, in decoded units.
+    pub rules: Vec<String>,
+    pub changes: Vec<Change>,
+    /// The counterfactual, encoded (for metrics and programmatic use).
+    pub encoded: Vec<f32>,
+    #[serde(skip)]
+    pub leaf: NodeIdx,
+}
+
+/// The explanation of one query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    pub fact: ClassOut,
+    /// The desired class, or `None` for "any class but the current one".
+    pub desired: Option<String>,
+    pub counterfactuals: Vec<Counterfactual>,
+    /// Accuracy of the surrogate against the model on held-out neighbours.
+    pub fidelity: f64,
+    pub neighbours: usize,
+    pub tree_nodes: usize,
+    /// Contrast leaves examined, candidates built, and candidates the model or the re-check
+    /// rejected.
+    pub examined: usize,
+    pub built: usize,
+    pub rejected: usize,
+}
+
+/// The per-query explainer over an encoded, labelled pool.
+pub struct Explainer<'a> {
+    encoding: &'a Encoding,
+    schema: Schema,
+    model: &'a dyn BlackBox,
+    encoder: &'a Mlp,
+    pool: Pool,
+    pool_rows: &'a [f32],
+    pool_labels: Vec<usize>,
+    pub config: Config,
+}
+
+impl std::fmt::Debug for Explainer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Explainer").field("pool", &self.pool_labels.len()).field("config", &self.config).finish()
+    }
+}
+
+/// Node capacity of the graph and search (the core's default).
+const NODES: usize = cent_nostd::capacity::NODES;
+
+impl<'a> Explainer<'a> {
+    /// Encodes the pool (`pool_rows`, row-major encoded rows) with `encoder` and labels it with
+    /// `model`, once.
+    pub fn new(
+        encoding: &'a Encoding,
+        model: &'a dyn BlackBox,
+        encoder: &'a Mlp,
+        pool_rows: &'a [f32],
+        config: Config,
+    ) -> Self {
+        let z = encoder.forward_batch(pool_rows);
+        let pool_labels = model.predict(pool_rows);
+        let pool = Pool::new(&z, encoder.outputs(), &pool_labels, model.classes());
+        Explainer { encoding, schema: encoding.to_core_schema(), model, encoder, pool, pool_rows, pool_labels, config }
+    }
+
+    /// The core schema (defaults for [`Query`]).
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The black box's labels of the pool.
+    pub fn pool_labels(&self) -> &[usize] {
+        &self.pool_labels
+    }
+
+    /// Explains the encoded query `x` under `query`'s constraints, towards `desired` (a class
+    /// index) or any class but the current one.
+    ///
+    /// # Errors
+    /// [`ExplainError::NotFound`] with its reason when nothing verified exists; input errors
+    /// otherwise.
+    pub fn explain(&self, x: &[f32], query: &Query, desired: Option<usize>) -> Result<Explanation, ExplainError> {
+        self.check_input(x)?;
+        let proba = self.model.predict_proba(x);
+        let fact = argmax(&proba);
+        let classes = self.model.classes();
+        let target_classes: Vec<usize> = match desired {
+            Some(d) if d >= classes => return Err(ExplainError::UnknownClass { index: d, classes }),
+            Some(d) if d == fact => return Err(ExplainError::DesiredIsCurrent { class: self.class_name(d) }),
+            Some(d) => vec![d],
+            None => (0..classes).filter(|&c| c != fact).collect(),
+        };
+        let target = match desired {
+            Some(d) => Target::Class(d as u8),
+            None => Target::Not(fact as u8),
+        };
+        let (surrogate, fidelity, neighbours) = self.fit_surrogate(x, query, fact, &target_classes)?;
+        let tree = surrogate.tree();
+        let mut out = Explanation {
+            fact: ClassOut { index: fact, name: self.class_name(fact), probability: proba[fact] },
+            desired: desired.map(|d| self.class_name(d)),
+            counterfactuals: Vec::new(),
+            fidelity,
+            neighbours,
+            tree_nodes: tree.len(),
+            examined: 0,
+            built: 0,
+            rejected: 0,
+        };
+        let candidates = self.candidates(&tree, x, query, target, &mut out)?;
+        self.verify(&tree, x, query, target, candidates, &mut out);
+        if out.counterfactuals.is_empty() {
+            let reason = match (out.examined, out.built) {
+                (0, _) => Reason::NoReachableContrastLeaf,
+                (_, 0) => Reason::Blocked,
+                _ => Reason::NotConfirmed,
+            };
+            return Err(ExplainError::NotFound(reason));
+        }
+        Ok(out)
+    }
+
+    fn check_input(&self, x: &[f32]) -> Result<(), ExplainError> {
+        let expected = self.schema.columns();
+        if x.len() != expected {
+            return Err(ExplainError::Width { found: x.len(), expected });
+        }
+        match x.iter().position(|v| !v.is_finite()) {
+            Some(col) => Err(ExplainError::NonFinite { col }),
+            None => Ok(()),
+        }
+    }
+
+    fn class_name(&self, c: usize) -> String {
+        self.encoding.classes().get(c).cloned().unwrap_or_else(|| format!("class {c}"))
+    }
+
+    /// Gathers `k/2` neighbours per side, fits the surrogate on the mutable columns, measures
+    /// its fidelity on the held-out share.
+    fn fit_surrogate(
+        &self,
+        x: &[f32],
+        query: &Query,
+        fact: usize,
+        targets: &[usize],
+    ) -> Result<(Surrogate, f64, usize), ExplainError> {
+        let z = self.encoder.forward(x);
+        let half = (self.config.k / 2).max(1);
+        let contrast = self.pool.nearest_in(&z, targets, half);
+        if contrast.is_empty() {
+            return Err(ExplainError::NotFound(Reason::NoContrastNeighbours));
+        }
+        let mut ids = self.pool.nearest(&z, fact, half);
+        ids.extend(contrast);
+        let cols = self.schema.columns();
+        // A seeded shuffle decides the held-out share.
+        let order = crate::data::split::permutation(ids.len(), self.config.seed);
+        let held = ((ids.len() as f64) * self.config.holdout).round() as usize;
+        let held = if ids.len() - held < 2 { 0 } else { held };
+        let (mut train, mut train_y, mut test, mut test_y) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (pos, &i) in order.iter().enumerate() {
+            let id = ids[i] as usize;
+            let row = &self.pool_rows[id * cols..(id + 1) * cols];
+            let (rows, labels) = if pos < held { (&mut test, &mut test_y) } else { (&mut train, &mut train_y) };
+            rows.extend_from_slice(row);
+            labels.push(self.pool_labels[id]);
+        }
+        let allowed = self.mutable_columns(query);
+        let g = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
+        let fidelity = if test_y.is_empty() { g.fidelity(&train, &train_y) } else { g.fidelity(&test, &test_y) };
+        Ok((g, fidelity, ids.len()))
+    }
+
+    /// Columns of features the query lets change (whole one-hot groups out for immutables).
+    fn mutable_columns(&self, query: &Query) -> Vec<bool> {
+        let mut allowed = vec![false; self.schema.columns()];
+        for (j, f) in self.schema.features().iter().enumerate() {
+            let free = query.mutability[j] != cent_nostd::schema::Mutability::Immutable;
+            for c in f.columns() {
+                allowed[c] = free;
+            }
+        }
+        allowed
+    }
+
+    /// Pops up to `max_search` contrast leaves and builds a formatted candidate in each.
+    fn candidates(
+        &self,
+        tree: &Tree<'_>,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        out: &mut Explanation,
+    ) -> Result<Vec<(NodeIdx, u32, Vec<f32>)>, ExplainError> {
+        let mut graph: Box<Graph<NODES>> = Box::default();
+        let mut search: Box<Search<NODES>> = Box::default();
+        graph.build(tree, &self.schema, query, x).map_err(|e| ExplainError::Core(e.to_string()))?;
+        search.start(&graph).map_err(|e| ExplainError::Core(e.to_string()))?;
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(self.config.seed);
+        let mut cands = Vec::new();
+        let mut buf = vec![0.0; x.len()];
+        while out.examined < self.config.max_search {
+            let Some(hit) = search.next_contrast(&graph, target).map_err(|e| ExplainError::Core(e.to_string()))? else {
+                break;
+            };
+            out.examined += 1;
+            if counterfactual::realize(&self.schema, query, tree, hit.leaf, x, &mut rng, &mut buf).is_err() {
+                continue;
+            }
+            out.built += 1;
+            cands.push((hit.leaf, hit.cost, self.formatted(x, &buf)));
+        }
+        Ok(cands)
+    }
+
+    /// The candidate as it will be reported: changed features decoded, rounded to the printed
+    /// precision and re-encoded; unchanged features keep `x`'s exact values.
+    fn formatted(&self, x: &[f32], cand: &[f32]) -> Vec<f32> {
+        let mut out = x.to_vec();
+        let Ok(values) = self.encoding.decode(cand) else { return cand.to_vec() };
+        let rounded: Vec<Value> = values
+            .into_iter()
+            .map(|v| match v {
+                Value::Number(n) => Value::Number((n * 1e4).round() / 1e4),
+                c => c,
+            })
+            .collect();
+        let Ok(encoded) = self.encoding.encode_row(&rounded) else { return cand.to_vec() };
+        for f in self.schema.features() {
+            let cols = f.columns();
+            if x[cols.clone()] != cand[cols.clone()] {
+                out[cols.clone()].copy_from_slice(&encoded[cols]);
+            }
+        }
+        out
+    }
+
+    /// One batched call of the model over every candidate; keeps those that flip and pass the
+    /// constraint re-check, up to `n`.
+    fn verify(
+        &self,
+        tree: &Tree<'_>,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        cands: Vec<(NodeIdx, u32, Vec<f32>)>,
+        out: &mut Explanation,
+    ) {
+        let batch: Vec<f32> = cands.iter().flat_map(|c| c.2.iter().copied()).collect();
+        let proba = if batch.is_empty() { Vec::new() } else { self.model.predict_proba(&batch) };
+        let classes = self.model.classes();
+        for ((leaf, cost, cand), p) in cands.into_iter().zip(proba.chunks_exact(classes)) {
+            let class = argmax(p);
+            let valid = target.matches(class as u8)
+                && cand != x
+                && counterfactual::check(&self.schema, query, x, &cand).is_ok();
+            if !valid {
+                out.rejected += 1;
+                continue;
+            }
+            if out.counterfactuals.len() < self.config.n {
+                let rank = out.counterfactuals.len() + 1;
+                out.counterfactuals.push(Counterfactual {
+                    rank,
+                    class: ClassOut { index: class, name: self.class_name(class), probability: p[class] },
+                    cost: cost as f64 / SCALE as f64,
+                    l0: counterfactual::changed(&self.schema, x, &cand).count_ones() as usize,
+                    rules: self.rules(tree, leaf),
+                    changes: self.changes(x, &cand),
+                    encoded: cand,
+                    leaf,
+                });
+            }
+        }
+    }
+
+    /// Before/after of each changed feature, in decoded units.
+    pub fn changes(&self, x: &[f32], cand: &[f32]) -> Vec<Change> {
+        let (Ok(before), Ok(after)) = (self.encoding.decode(x), self.encoding.decode(cand)) else { return Vec::new() };
+        let mask = counterfactual::changed(&self.schema, x, cand);
+        let names = self.encoding.attributes();
+        (0..self.schema.features().len())
+            .filter(|j| mask & (1 << j) != 0)
+            .map(|j| Change {
+                feature: names[j].name.clone(),
+                before: self.encoding.format_value(j, before[j]),
+                after: self.encoding.format_value(j, after[j]),
+            })
+            .collect()
+    }
+
+    /// The leaf's region as rules in decoded units, one per restricted feature.
+    pub fn rules(&self, tree: &Tree<'_>, leaf: NodeIdx) -> Vec<String> {
+        let b = Bounds::of(tree, leaf);
+        let names = self.encoding.attributes();
+        let mut rules = Vec::new();
+        for (j, f) in self.schema.features().iter().enumerate() {
+            let name = &names[j].name;
+            match f.kind {
+                Kind::Categorical | Kind::Binary => {
+                    let (col, width) =
+                        if f.kind == Kind::Binary { (f.col as usize, 1) } else { (f.col as usize, f.width as usize) };
+                    if let Some(rule) = category_rule(&b, f.kind, col, width, name, &names[j].categories) {
+                        rules.push(rule);
+                    }
+                }
+                Kind::Continuous | Kind::Integer => {
+                    let (lo, hi) = b.interval(f.col as usize);
+                    let fmt = |v: f32| format_threshold(f.decode(v));
+                    match (lo.is_finite(), hi.is_finite()) {
+                        (true, true) => rules.push(format!("{} < {name} <= {}", fmt(lo), fmt(hi))),
+                        (true, false) => rules.push(format!("{name} > {}", fmt(lo))),
+                        (false, true) => rules.push(format!("{name} <= {}", fmt(hi))),
+                        (false, false) => {}
+                    }
+                }
+            }
+        }
+        rules
+    }
+}
+
+fn category_rule(b: &Bounds, kind: Kind, col: usize, width: usize, name: &str, cats: &[String]) -> Option<String> {
+    let label = |k: usize| cats.get(k).cloned().unwrap_or_else(|| format!("#{k}"));
+    if kind == Kind::Binary {
+        let zero = b.admits(col, 0.0);
+        let one = b.admits(col, 1.0);
+        return match (zero, one) {
+            (true, false) => Some(format!("{name} = {}", label(0))),
+            (false, true) => Some(format!("{name} = {}", label(1))),
+            _ => None,
+        };
+    }
+    let mask = b.categories(col, width);
+    let all = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+    if mask == all {
+        return None;
+    }
+    let allowed: Vec<String> = (0..width).filter(|k| mask & (1 << k) != 0).map(label).collect();
+    let excluded: Vec<String> = (0..width).filter(|k| mask & (1 << k) == 0).map(label).collect();
+    Some(match allowed.len() {
+        1 => format!("{name} = {}", allowed[0]),
+        _ if excluded.len() < allowed.len() => format!("{name} not in {{{}}}", excluded.join(", ")),
+        _ => format!("{name} in {{{}}}", allowed.join(", ")),
+    })
+}
+
+fn format_threshold(v: f32) -> String {
+    let text = format!("{v:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn argmax(p: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, v) in p.iter().enumerate() {
+        if *v > p[best] {
+            best = i;
+        }
+    }
+    best
+}
