@@ -2,3 +2,4 @@
 //! entropy surrogate trees, per-query explanations, atlas export and validation.
 
 pub mod layers;
+pub mod quantize;

@@ -1,0 +1,516 @@
+//! Post-training quantization of a plain f32 [`layers::Mlp`] into the device's A16W8 form.
+//!
+//! Weights become symmetric int8 per output channel (`[-127, 127]`, zero point 0); activations
+//! are symmetric int16 with one scale per layer output, taken from the float reference's max-abs
+//! over calibration rows plus [`HEADROOM`]; biases are int32 at scale `in_scale · w_scale[o]`;
+//! each channel gets a Q31 multiplier + shift for `in_scale · w_scale[o] / out_scale`. A softmax
+//! head is exported as identity logits (softmax is monotonic, so argmax is unchanged).
+//!
+//! The result owns its bytes in exactly the layout [`cent_nostd::encoder::DenseParts`] borrows,
+//! so [`QuantizedMlp::view`] runs the very integer code the device runs.
+
+use crate::layers::{self, Activation};
+use cent_nostd::capacity::{LAYERS, WIDTH};
+use cent_nostd::encoder::{self, DenseParts, EncoderError};
+use cent_nostd::quant::{self, QuantError};
+use serde::{Deserialize, Serialize};
+
+/// Calibration max-abs is widened by this factor before it becomes an int16 range, so that
+/// rows slightly outside the calibration set do not saturate.
+pub const HEADROOM: f64 = 1.1;
+
+/// Why an MLP cannot be quantized for the device.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuantizeError {
+    #[error("mlp has no layers")]
+    Empty,
+    #[error("mlp has {layers} layers, the device holds at most {LAYERS}")]
+    TooManyLayers { layers: usize },
+    #[error("layer {layer} has width {width}, expected 1..={WIDTH}")]
+    Width { layer: usize, width: usize },
+    #[error("layer {layer}: {what} has {found} values, expected {expected}")]
+    Shape { layer: usize, what: &'static str, expected: usize, found: usize },
+    #[error("layer {layer} takes {inputs} inputs but the previous layer gives {previous}")]
+    Chain { layer: usize, inputs: usize, previous: usize },
+    #[error("layer {layer}: softmax is only supported as the last layer")]
+    Softmax { layer: usize },
+    #[error("layer {layer} has a non-finite weight or bias")]
+    NonFiniteWeight { layer: usize },
+    #[error("calibration has {len} values, expected a non-empty multiple of {inputs}")]
+    Calibration { len: usize, inputs: usize },
+    #[error("calibration row {row} has a non-finite value")]
+    CalibrationValue { row: usize },
+    #[error("layer {layer} gives non-finite outputs on the calibration rows")]
+    NonFiniteActivation { layer: usize },
+    #[error("layer {layer} output {output}: bias {bias} does not fit int32 at scale {scale:e}")]
+    BiasRange { layer: usize, output: usize, bias: f32, scale: f64 },
+    #[error("layer {layer} output {output}: requantization multiplier: {source}")]
+    Multiplier { layer: usize, output: usize, source: QuantError },
+    #[error("quantized mlp rejected by the device encoder: {0}")]
+    Encoder(#[from] EncoderError),
+}
+
+/// One quantized layer with owned parameter bytes (the layout of [`DenseParts`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuantizedLayer {
+    pub inputs: u16,
+    pub outputs: u16,
+    /// [`encoder::Activation::code`].
+    pub activation: u8,
+    /// i8 weights as bytes, row-major `[outputs][inputs]`.
+    pub weights: Vec<u8>,
+    /// i32 little-endian per output.
+    pub bias: Vec<u8>,
+    /// i32 little-endian Q31 multiplier per output.
+    pub multiplier: Vec<u8>,
+    /// i8 shift per output, as bytes.
+    pub shift: Vec<u8>,
+    /// Real value of one weight step, per output channel (diagnostics; the device does not need it).
+    pub weight_scales: Vec<f32>,
+    /// Real value of one step of this layer's int16 output.
+    pub output_scale: f32,
+}
+
+impl QuantizedLayer {
+    /// Borrowed parts for [`encoder::Dense::new`].
+    pub fn parts(&self) -> DenseParts<'_> {
+        DenseParts {
+            inputs: self.inputs,
+            outputs: self.outputs,
+            activation: self.activation,
+            weights: &self.weights,
+            bias: &self.bias,
+            multiplier: &self.multiplier,
+            shift: &self.shift,
+        }
+    }
+
+    fn parameter_bytes(&self) -> usize {
+        self.weights.len() + self.bias.len() + self.multiplier.len() + self.shift.len()
+    }
+}
+
+/// A quantized MLP: its layers and the scales of its float input and int16 output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuantizedMlp {
+    pub layers: Vec<QuantizedLayer>,
+    /// Real value of one int16 input step.
+    pub input_scale: f32,
+    /// Real value of one int16 output step (the last layer's `output_scale`).
+    pub output_scale: f32,
+}
+
+impl QuantizedMlp {
+    /// Borrowed parts of every layer, in order.
+    pub fn parts(&self) -> Vec<DenseParts<'_>> {
+        self.layers.iter().map(QuantizedLayer::parts).collect()
+    }
+
+    /// The validated device view (the same integer code the device runs).
+    ///
+    /// # Errors
+    /// The device's [`EncoderError`] when the layers or scales are invalid (never for the output
+    /// of [`quantize_mlp`]; possible for a hand-edited or deserialized value).
+    pub fn view(&self) -> Result<encoder::Mlp<'_>, EncoderError> {
+        encoder::Mlp::new(&self.parts(), self.input_scale, self.output_scale)
+    }
+
+    /// Runs one row through the device code and dequantizes the outputs.
+    ///
+    /// # Errors
+    /// As [`QuantizedMlp::view`] and [`encoder::Mlp::forward`].
+    pub fn forward(&self, x: &[f32]) -> Result<Vec<f32>, EncoderError> {
+        let view = self.view()?;
+        let mut out = vec![0.0; view.outputs()];
+        view.forward_dequantized(x, &mut out)?;
+        Ok(out)
+    }
+
+    /// Flash bytes of the parameter arrays the device borrows (weights, biases, multipliers,
+    /// shifts); shapes, scales and bundle framing are not counted.
+    pub fn byte_size(&self) -> usize {
+        self.layers.iter().map(QuantizedLayer::parameter_bytes).sum()
+    }
+}
+
+/// Quantizes `mlp` with activation ranges calibrated on `calibration` (row-major rows of
+/// `mlp.inputs()` values, typically training rows).
+///
+/// # Errors
+/// A [`QuantizeError`] naming the layer (and output channel) that does not fit the device:
+/// shape, capacity, softmax placement, non-finite values, or an unrepresentable bias/multiplier.
+pub fn quantize_mlp(mlp: &layers::Mlp, calibration: &[f32]) -> Result<QuantizedMlp, QuantizeError> {
+    check_mlp(mlp)?;
+    let inputs = mlp.inputs();
+    if calibration.is_empty() || !calibration.len().is_multiple_of(inputs) {
+        return Err(QuantizeError::Calibration { len: calibration.len(), inputs });
+    }
+    let ranges = calibrate(mlp, calibration)?;
+    let input_scale = activation_scale(ranges.input);
+    let mut in_scale = input_scale;
+    let mut layers = Vec::with_capacity(mlp.layers.len());
+    for (index, (dense, &max_abs)) in mlp.layers.iter().zip(&ranges.outputs).enumerate() {
+        let out_scale = activation_scale(max_abs);
+        layers.push(quantize_layer(index, dense, in_scale, out_scale)?);
+        in_scale = out_scale;
+    }
+    let quantized = QuantizedMlp { layers, input_scale, output_scale: in_scale };
+    quantized.view()?;
+    Ok(quantized)
+}
+
+/// Shapes, capacities, chaining, softmax placement and finiteness of the float model.
+fn check_mlp(mlp: &layers::Mlp) -> Result<(), QuantizeError> {
+    if mlp.layers.is_empty() {
+        return Err(QuantizeError::Empty);
+    }
+    if mlp.layers.len() > LAYERS {
+        return Err(QuantizeError::TooManyLayers { layers: mlp.layers.len() });
+    }
+    let last = mlp.layers.len() - 1;
+    let mut previous = mlp.inputs();
+    for (layer, dense) in mlp.layers.iter().enumerate() {
+        check_dense(layer, dense)?;
+        if dense.inputs != previous {
+            return Err(QuantizeError::Chain { layer, inputs: dense.inputs, previous });
+        }
+        if dense.activation == Activation::Softmax && layer != last {
+            return Err(QuantizeError::Softmax { layer });
+        }
+        previous = dense.outputs;
+    }
+    Ok(())
+}
+
+fn check_dense(layer: usize, dense: &layers::Dense) -> Result<(), QuantizeError> {
+    for width in [dense.inputs, dense.outputs] {
+        if width == 0 || width > WIDTH {
+            return Err(QuantizeError::Width { layer, width });
+        }
+    }
+    let shape = |what, expected: usize, found: usize| {
+        if expected == found { Ok(()) } else { Err(QuantizeError::Shape { layer, what, expected, found }) }
+    };
+    shape("weights", dense.inputs * dense.outputs, dense.weights.len())?;
+    shape("bias", dense.outputs, dense.bias.len())?;
+    if !dense.weights.iter().chain(&dense.bias).all(|v| v.is_finite()) {
+        return Err(QuantizeError::NonFiniteWeight { layer });
+    }
+    Ok(())
+}
+
+/// Max-abs of the input and of every layer's output over the calibration rows.
+#[derive(Debug)]
+struct Ranges {
+    input: f32,
+    outputs: Vec<f32>,
+}
+
+/// Runs the float reference (softmax replaced by identity logits) over every calibration row.
+fn calibrate(mlp: &layers::Mlp, calibration: &[f32]) -> Result<Ranges, QuantizeError> {
+    let logits = logits_model(mlp);
+    let mut ranges = Ranges { input: 0.0, outputs: vec![0.0; logits.layers.len()] };
+    let (mut cur, mut next) = (Vec::new(), Vec::new());
+    for (row, x) in calibration.chunks_exact(mlp.inputs()).enumerate() {
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(QuantizeError::CalibrationValue { row });
+        }
+        ranges.input = ranges.input.max(max_abs(x));
+        cur.clear();
+        cur.extend_from_slice(x);
+        for (dense, range) in logits.layers.iter().zip(&mut ranges.outputs) {
+            dense.forward_into(&cur, &mut next);
+            *range = range.max(max_abs(&next));
+            std::mem::swap(&mut cur, &mut next);
+        }
+    }
+    if let Some(layer) = ranges.outputs.iter().position(|r| !r.is_finite()) {
+        return Err(QuantizeError::NonFiniteActivation { layer });
+    }
+    Ok(ranges)
+}
+
+/// The same model with a softmax head turned into identity logits.
+fn logits_model(mlp: &layers::Mlp) -> layers::Mlp {
+    let mut logits = mlp.clone();
+    for dense in &mut logits.layers {
+        if dense.activation == Activation::Softmax {
+            dense.activation = Activation::Identity;
+        }
+    }
+    logits
+}
+
+fn max_abs(values: &[f32]) -> f32 {
+    values.iter().fold(0.0, |m, v| m.max(v.abs()))
+}
+
+/// int16 step for a calibrated max-abs (with [`HEADROOM`]); a dead layer (all zeros) gets
+/// the step of the range `[-1, 1]`.
+fn activation_scale(max_abs: f32) -> f32 {
+    let range = if max_abs > 0.0 { max_abs as f64 * HEADROOM } else { 1.0 };
+    (range / quant::I16_MAX as f64) as f32
+}
+
+/// Quantizes one layer given the real steps of its int16 input and output.
+fn quantize_layer(
+    layer: usize,
+    dense: &layers::Dense,
+    in_scale: f32,
+    out_scale: f32,
+) -> Result<QuantizedLayer, QuantizeError> {
+    let outputs = dense.outputs;
+    let mut q = QuantizedLayer {
+        inputs: dense.inputs as u16,
+        outputs: outputs as u16,
+        activation: device_activation(dense.activation).code(),
+        weights: Vec::with_capacity(dense.weights.len()),
+        bias: Vec::with_capacity(4 * outputs),
+        multiplier: Vec::with_capacity(4 * outputs),
+        shift: Vec::with_capacity(outputs),
+        weight_scales: Vec::with_capacity(outputs),
+        output_scale: out_scale,
+    };
+    for (output, (row, &bias)) in dense.weights.chunks_exact(dense.inputs).zip(&dense.bias).enumerate() {
+        let w_scale = weight_scale(row);
+        q.weights.extend(row.iter().map(|&w| quantize_weight(w, w_scale) as u8));
+        let acc_scale = in_scale as f64 * w_scale;
+        let bias_q =
+            quantize_bias(bias, acc_scale).ok_or(QuantizeError::BiasRange { layer, output, bias, scale: acc_scale })?;
+        q.bias.extend(bias_q.to_le_bytes());
+        let (m, s) = quant::quantize_multiplier(acc_scale / out_scale as f64)
+            .map_err(|source| QuantizeError::Multiplier { layer, output, source })?;
+        q.multiplier.extend(m.to_le_bytes());
+        q.shift.push(s as u8);
+        q.weight_scales.push(w_scale as f32);
+    }
+    Ok(q)
+}
+
+/// Softmax is monotonic: the device keeps identity logits.
+fn device_activation(activation: Activation) -> encoder::Activation {
+    match activation {
+        Activation::Relu => encoder::Activation::Relu,
+        Activation::Identity | Activation::Softmax => encoder::Activation::Identity,
+    }
+}
+
+/// Symmetric per-channel step `max|w| / 127`; an all-zero row gets step 1 (its weights are 0).
+fn weight_scale(row: &[f32]) -> f64 {
+    let max = row.iter().fold(0.0f64, |m, &w| m.max((w as f64).abs()));
+    if max > 0.0 { max / quant::I8_MAX as f64 } else { 1.0 }
+}
+
+fn quantize_weight(w: f32, scale: f64) -> i8 {
+    (w as f64 / scale).round().clamp(-quant::I8_MAX as f64, quant::I8_MAX as f64) as i8
+}
+
+/// `round(b / scale)` as i32, or `None` when it does not fit.
+fn quantize_bias(bias: f32, scale: f64) -> Option<i32> {
+    let q = (bias as f64 / scale).round();
+    (q.abs() <= i32::MAX as f64).then_some(q as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::{Rng, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    fn dense(
+        inputs: usize,
+        outputs: usize,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+        activation: Activation,
+    ) -> layers::Dense {
+        layers::Dense { inputs, outputs, weights, bias, activation }
+    }
+
+    /// Uniform in `[lo, hi)` from the top 24 bits.
+    fn uniform(rng: &mut Xoshiro256PlusPlus, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32
+    }
+
+    /// Glorot-uniform weights, small uniform biases.
+    fn random_dense(
+        rng: &mut Xoshiro256PlusPlus,
+        inputs: usize,
+        outputs: usize,
+        activation: Activation,
+    ) -> layers::Dense {
+        let limit = (6.0 / (inputs + outputs) as f32).sqrt();
+        let weights = (0..inputs * outputs).map(|_| uniform(rng, -limit, limit)).collect();
+        let bias = (0..outputs).map(|_| uniform(rng, -0.1, 0.1)).collect();
+        dense(inputs, outputs, weights, bias, activation)
+    }
+
+    fn random_mlp(seed: u64, widths: &[usize], last: Activation) -> layers::Mlp {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let n = widths.len() - 1;
+        let layers = (0..n)
+            .map(|i| {
+                let activation = if i + 1 == n { last } else { Activation::Relu };
+                random_dense(&mut rng, widths[i], widths[i + 1], activation)
+            })
+            .collect();
+        layers::Mlp { layers }
+    }
+
+    /// Rows in `[0, 1]` like min-max encoded features.
+    fn random_rows(seed: u64, rows: usize, inputs: usize) -> Vec<f32> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        (0..rows * inputs).map(|_| uniform(&mut rng, 0.0, 1.0)).collect()
+    }
+
+    fn cosine(a: &[f32], b: &[f32]) -> f64 {
+        let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
+        let norm = |v: &[f32]| v.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+        dot / (norm(a) * norm(b))
+    }
+
+    #[test]
+    fn test_quantize_tiny_layer_by_hand() {
+        // y = 0.25·x0 − 1.0·x1 + 0.25 on rows (1, 0) and (0, 1): outputs 0.5 and −0.75.
+        let mlp = layers::Mlp { layers: vec![dense(2, 1, vec![0.25, -1.0], vec![0.25], Activation::Identity)] };
+        let q = quantize_mlp(&mlp, &[1.0, 0.0, 0.0, 1.0]).unwrap();
+        let s_in = 1.1 / 32_767.0;
+        let s_out = 0.75 * 1.1 / 32_767.0;
+        assert!((q.input_scale as f64 / s_in - 1.0).abs() < 1e-6);
+        assert!((q.output_scale as f64 / s_out - 1.0).abs() < 1e-6);
+        let layer = &q.layers[0];
+        assert_eq!(layer.weights, vec![32, (-127i8) as u8]); // 0.25 · 127 = 31.75 -> 32
+        assert_eq!(layer.activation, 0);
+        let bias = i32::from_le_bytes(layer.bias[..4].try_into().unwrap());
+        assert!((bias as f64 - 0.25 / (s_in / 127.0)).abs() <= 1.0, "bias {bias}");
+        let m = i32::from_le_bytes(layer.multiplier[..4].try_into().unwrap());
+        let real = quant::multiplier_value(m, layer.shift[0] as i8);
+        assert!((real / (s_in / 127.0 / s_out) - 1.0).abs() < 1e-6, "multiplier {real}");
+        assert_eq!(q.byte_size(), 2 + 4 + 4 + 1);
+        let y = q.forward(&[1.0, 0.0]).unwrap();
+        assert!((y[0] - 0.5).abs() < 0.01, "{y:?}");
+    }
+
+    #[test]
+    fn test_random_mlps_track_float_reference() {
+        // Bound: 1.5 % of the float output range, for several seeded random 3-layer MLPs.
+        for seed in 0..5u64 {
+            let mlp = random_mlp(seed, &[10, 24, 16, 6], Activation::Identity);
+            let q = quantize_mlp(&mlp, &random_rows(100 + seed, 400, 10)).unwrap();
+            let test_rows = random_rows(200 + seed, 100, 10);
+            let (mut worst, mut range) = (0.0f32, 0.0f32);
+            for x in test_rows.chunks_exact(10) {
+                let want = mlp.forward(x);
+                let got = q.forward(x).unwrap();
+                range = range.max(max_abs(&want));
+                worst = want.iter().zip(&got).fold(worst, |m, (a, b)| m.max((a - b).abs()));
+            }
+            assert!(worst <= 0.015 * range, "seed {seed}: worst {worst} range {range}");
+        }
+    }
+
+    #[test]
+    fn test_encoder_sized_mlp_keeps_cosine() {
+        // 12 -> 16 (relu) -> 8 latent, calibration and test rows from the same distribution.
+        let mlp = random_mlp(7, &[12, 16, 8], Activation::Identity);
+        let q = quantize_mlp(&mlp, &random_rows(8, 500, 12)).unwrap();
+        let view = q.view().unwrap();
+        let mut latent = [0f32; 8];
+        let mut min_cos = f64::INFINITY;
+        for x in random_rows(9, 200, 12).chunks_exact(12) {
+            view.forward_dequantized(x, &mut latent).unwrap();
+            min_cos = min_cos.min(cosine(&mlp.forward(x), &latent));
+        }
+        assert!(min_cos > 0.999, "min cosine {min_cos}");
+    }
+
+    #[test]
+    fn test_softmax_head_becomes_logits_with_same_argmax() {
+        let mlp = random_mlp(11, &[8, 13, 4, 3], Activation::Softmax);
+        let q = quantize_mlp(&mlp, &random_rows(12, 500, 8)).unwrap();
+        assert_eq!(q.layers[2].activation, encoder::Activation::Identity.code());
+        let view = q.view().unwrap();
+        let logits = logits_model(&mlp);
+        let mut agree = 0;
+        let rows = random_rows(13, 300, 8);
+        for x in rows.chunks_exact(8) {
+            let want = logits.forward(x);
+            let got = q.forward(x).unwrap();
+            let class = view.classify(x).unwrap();
+            let float_class = want.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
+            if class == float_class {
+                agree += 1;
+                continue;
+            }
+            // A flip needs two logits closer than twice the quantization error.
+            let err = want.iter().zip(&got).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(want[float_class] - want[class] <= 2.0 * err, "row {x:?}: {want:?} vs {got:?}");
+        }
+        assert!(agree >= 294, "argmax agreement {agree}/300");
+    }
+
+    #[test]
+    fn test_round_trip_through_postcard_keeps_the_view() {
+        let mlp = random_mlp(3, &[5, 7, 2], Activation::Identity);
+        let q = quantize_mlp(&mlp, &random_rows(4, 50, 5)).unwrap();
+        let bytes = postcard::to_allocvec(&q).unwrap();
+        let back: QuantizedMlp = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back, q);
+        let x = [0.1, 0.9, 0.3, 0.0, 0.5];
+        assert_eq!(back.forward(&x).unwrap(), q.forward(&x).unwrap());
+        assert_eq!(q.byte_size(), (5 * 7 + 9 * 7) + (7 * 2 + 9 * 2));
+        assert_eq!(q.parts().len(), 2);
+    }
+
+    #[test]
+    fn test_rejects_models_the_device_cannot_hold() {
+        let ok = || dense(2, 2, vec![1.0; 4], vec![0.0; 2], Activation::Relu);
+        let rows = [0.5f32, 0.5];
+        let check = |layers: Vec<layers::Dense>| quantize_mlp(&layers::Mlp { layers }, &rows);
+        assert!(matches!(check(vec![]), Err(QuantizeError::Empty)));
+        assert!(matches!(check(vec![ok(); LAYERS + 1]), Err(QuantizeError::TooManyLayers { .. })));
+        let wide = dense(2, WIDTH + 1, vec![0.0; 2 * (WIDTH + 1)], vec![0.0; WIDTH + 1], Activation::Relu);
+        assert!(matches!(check(vec![wide]), Err(QuantizeError::Width { layer: 0, width: 65 })));
+        let short = dense(2, 2, vec![1.0; 3], vec![0.0; 2], Activation::Relu);
+        assert!(matches!(check(vec![ok(), short]), Err(QuantizeError::Shape { layer: 1, what: "weights", .. })));
+        let narrow = dense(1, 2, vec![1.0; 2], vec![0.0; 2], Activation::Relu);
+        assert!(matches!(check(vec![ok(), narrow]), Err(QuantizeError::Chain { layer: 1, inputs: 1, previous: 2 })));
+        let softmax = dense(2, 2, vec![1.0; 4], vec![0.0; 2], Activation::Softmax);
+        assert!(matches!(check(vec![softmax, ok()]), Err(QuantizeError::Softmax { layer: 0 })));
+        let nan = dense(2, 2, vec![1.0, f32::NAN, 0.0, 0.0], vec![0.0; 2], Activation::Relu);
+        assert!(matches!(check(vec![nan]), Err(QuantizeError::NonFiniteWeight { layer: 0 })));
+    }
+
+    #[test]
+    fn test_rejects_bad_calibration_and_bias() {
+        let mlp = layers::Mlp { layers: vec![dense(2, 1, vec![1.0, 1.0], vec![0.0], Activation::Identity)] };
+        assert!(matches!(quantize_mlp(&mlp, &[]), Err(QuantizeError::Calibration { len: 0, inputs: 2 })));
+        assert!(matches!(quantize_mlp(&mlp, &[1.0, 2.0, 3.0]), Err(QuantizeError::Calibration { len: 3, inputs: 2 })));
+        assert!(matches!(
+            quantize_mlp(&mlp, &[1.0, 2.0, f32::INFINITY, 0.0]),
+            Err(QuantizeError::CalibrationValue { row: 1 })
+        ));
+        // A bias of 1e6 at step (1.1/32767)·(1/127) needs about 4e12 steps.
+        let huge_bias = layers::Mlp { layers: vec![dense(2, 1, vec![1.0, 1.0], vec![1e6], Activation::Identity)] };
+        let err = quantize_mlp(&huge_bias, &[1.0, 1.0]).unwrap_err();
+        assert!(matches!(err, QuantizeError::BiasRange { layer: 0, output: 0, .. }), "{err}");
+        assert!(err.to_string().starts_with("layer 0 output 0: bias 1000000 does not fit int32"), "{err}");
+    }
+
+    #[test]
+    fn test_dead_channel_and_dead_layer_quantize_to_zero() {
+        // Second output has all-zero weights and bias; the relu layer is dead on the calibration rows.
+        let mlp = layers::Mlp {
+            layers: vec![
+                dense(2, 2, vec![-1.0, -1.0, 0.0, 0.0], vec![0.0, 0.0], Activation::Relu),
+                dense(2, 1, vec![1.0, 1.0], vec![0.5], Activation::Identity),
+            ],
+        };
+        let q = quantize_mlp(&mlp, &[0.2, 0.4, 1.0, 1.0]).unwrap();
+        assert_eq!(q.layers[0].weights[2..], [0, 0]);
+        assert_eq!(q.layers[0].weight_scales[1], 1.0);
+        let y = q.forward(&[0.3, 0.3]).unwrap();
+        assert!((y[0] - 0.5).abs() < 1e-3, "{y:?}");
+    }
+}
