@@ -2,4 +2,5 @@
 //! entropy surrogate trees, per-query explanations, atlas export and validation.
 
 pub mod layers;
+pub mod data;
 pub mod quantize;

