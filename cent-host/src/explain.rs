@@ -134,8 +134,8 @@ pub struct Explanation {
     pub fidelity: f64,
     pub neighbours: usize,
     pub tree_nodes: usize,
-    /// Contrast leaves examined, candidates built, and candidates the model or the re-check
-    /// rejected.
+    /// Contrast leaves examined, leaves where a candidate could be built, and candidates the
+    /// model or the re-check rejected.
     pub examined: usize,
     pub built: usize,
     pub rejected: usize,
@@ -157,6 +157,18 @@ impl std::fmt::Debug for Explainer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Explainer").field("pool", &self.pool_labels.len()).field("config", &self.config).finish()
     }
+}
+
+/// Margin divisors tried per contrast leaf, as multiples of the query's `m`: the inward margin
+/// `|N(0, sigma/m)|` grows along the ladder, and the smallest move the model confirms wins.
+pub const MARGIN_LADDER: [f32; 6] = [1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125];
+
+/// A formatted candidate of one contrast leaf.
+#[derive(Debug, Clone)]
+struct Candidate {
+    leaf: NodeIdx,
+    cost: u32,
+    x: Vec<f32>,
 }
 
 /// Node capacity of the graph and search (the core's default).
@@ -298,7 +310,8 @@ impl<'a> Explainer<'a> {
         allowed
     }
 
-    /// Pops up to `max_search` contrast leaves and builds a formatted candidate in each.
+    /// Pops up to `max_search` contrast leaves and builds formatted candidates in each: one per
+    /// margin of [`MARGIN_LADDER`] (relative to the query's margin divisor), smallest move first.
     fn candidates(
         &self,
         tree: &Tree<'_>,
@@ -306,24 +319,28 @@ impl<'a> Explainer<'a> {
         query: &Query,
         target: Target,
         out: &mut Explanation,
-    ) -> Result<Vec<(NodeIdx, u32, Vec<f32>)>, ExplainError> {
+    ) -> Result<Vec<Candidate>, ExplainError> {
+        let core = |e: &dyn std::fmt::Display| ExplainError::Core(e.to_string());
         let mut graph: Box<Graph<NODES>> = Box::default();
         let mut search: Box<Search<NODES>> = Box::default();
-        graph.build(tree, &self.schema, query, x).map_err(|e| ExplainError::Core(e.to_string()))?;
-        search.start(&graph).map_err(|e| ExplainError::Core(e.to_string()))?;
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(self.config.seed);
+        graph.build(tree, &self.schema, query, x).map_err(|e| core(&e))?;
+        search.start(&graph).map_err(|e| core(&e))?;
         let mut cands = Vec::new();
         let mut buf = vec![0.0; x.len()];
         while out.examined < self.config.max_search {
-            let Some(hit) = search.next_contrast(&graph, target).map_err(|e| ExplainError::Core(e.to_string()))? else {
-                break;
-            };
+            let Some(hit) = search.next_contrast(&graph, target).map_err(|e| core(&e))? else { break };
             out.examined += 1;
-            if counterfactual::realize(&self.schema, query, tree, hit.leaf, x, &mut rng, &mut buf).is_err() {
-                continue;
+            let mut built = false;
+            // One draw per leaf, replayed at every margin: the moves grow monotonically.
+            let draw = Xoshiro128PlusPlus::seed_from_u64(self.config.seed ^ (u64::from(hit.leaf) << 40));
+            for step in MARGIN_LADDER {
+                let q = Query { margin: query.margin * step, ..query.clone() };
+                if counterfactual::realize(&self.schema, &q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok() {
+                    built = true;
+                    cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, x: self.formatted(x, &buf) });
+                }
             }
-            out.built += 1;
-            cands.push((hit.leaf, hit.cost, self.formatted(x, &buf)));
+            out.built += usize::from(built);
         }
         Ok(cands)
     }
@@ -350,42 +367,44 @@ impl<'a> Explainer<'a> {
         out
     }
 
-    /// One batched call of the model over every candidate; keeps those that flip and pass the
-    /// constraint re-check, up to `n`.
+    /// One batched call of the model over every candidate; per leaf keeps the first candidate
+    /// that flips and passes the constraint re-check, up to `n` leaves.
     fn verify(
         &self,
         tree: &Tree<'_>,
         x: &[f32],
         query: &Query,
         target: Target,
-        cands: Vec<(NodeIdx, u32, Vec<f32>)>,
+        cands: Vec<Candidate>,
         out: &mut Explanation,
     ) {
-        let batch: Vec<f32> = cands.iter().flat_map(|c| c.2.iter().copied()).collect();
+        let batch: Vec<f32> = cands.iter().flat_map(|c| c.x.iter().copied()).collect();
         let proba = if batch.is_empty() { Vec::new() } else { self.model.predict_proba(&batch) };
         let classes = self.model.classes();
-        for ((leaf, cost, cand), p) in cands.into_iter().zip(proba.chunks_exact(classes)) {
+        let mut done_leaf = None;
+        for (c, p) in cands.into_iter().zip(proba.chunks_exact(classes)) {
+            if done_leaf == Some(c.leaf) || out.counterfactuals.len() >= self.config.n {
+                continue;
+            }
             let class = argmax(p);
-            let valid = target.matches(class as u8)
-                && cand != x
-                && counterfactual::check(&self.schema, query, x, &cand).is_ok();
+            let valid =
+                target.matches(class as u8) && c.x != x && counterfactual::check(&self.schema, query, x, &c.x).is_ok();
             if !valid {
                 out.rejected += 1;
                 continue;
             }
-            if out.counterfactuals.len() < self.config.n {
-                let rank = out.counterfactuals.len() + 1;
-                out.counterfactuals.push(Counterfactual {
-                    rank,
-                    class: ClassOut { index: class, name: self.class_name(class), probability: p[class] },
-                    cost: cost as f64 / SCALE as f64,
-                    l0: counterfactual::changed(&self.schema, x, &cand).count_ones() as usize,
-                    rules: self.rules(tree, leaf),
-                    changes: self.changes(x, &cand),
-                    encoded: cand,
-                    leaf,
-                });
-            }
+            done_leaf = Some(c.leaf);
+            let rank = out.counterfactuals.len() + 1;
+            out.counterfactuals.push(Counterfactual {
+                rank,
+                class: ClassOut { index: class, name: self.class_name(class), probability: p[class] },
+                cost: c.cost as f64 / SCALE as f64,
+                l0: counterfactual::changed(&self.schema, x, &c.x).count_ones() as usize,
+                rules: self.rules(tree, c.leaf),
+                changes: self.changes(x, &c.x),
+                encoded: c.x,
+                leaf: c.leaf,
+            });
         }
     }
 

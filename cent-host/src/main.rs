@@ -1,1 +1,17 @@
-fn main() {}
+//! `cent`: counterfactual explanations for any classifier.
+//!
+//! The binary edge: argument parsing, output, exit codes. The work lives in the library.
+
+use std::process::ExitCode;
+
+mod cli;
+
+fn main() -> ExitCode {
+    match cli::run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -190,7 +190,7 @@ impl Schema {
             classes: classes.max(1),
             l0: 0.05,
             entropy: 0.05,
-            margin: 10.0,
+            margin: 4.0,
         }
     }
 
