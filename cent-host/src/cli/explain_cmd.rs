@@ -3,8 +3,9 @@
 use super::{DataArgs, query};
 use anyhow::{Result, bail};
 use cent_host::artifacts::Artifacts;
+use cent_host::blackbox::BlackBox;
 use cent_host::data::Encoding;
-use cent_host::explain::{Config, ExplainError, Explainer, Explanation};
+use cent_host::explain::{ClassOut, Config, ExplainError, Explainer, Explanation};
 use cent_nostd::schema::{Mutability, Query};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -74,6 +75,8 @@ pub enum Format {
 struct JsonResult {
     query: String,
     values: Vec<Named>,
+    /// The model's decision for the query.
+    decision: ClassOut,
     #[serde(skip_serializing_if = "Option::is_none")]
     explanation: Option<Explanation>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -111,7 +114,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         }
         match args.format {
             Format::Text => print_text(label, &result),
-            Format::Json => json.push(to_json(label, enc, x, result)),
+            Format::Json => json.push(to_json(label, enc, decision(&a, x), x, result)),
         }
     }
     if args.format == Format::Json {
@@ -193,12 +196,25 @@ fn values(enc: &Encoding, x: &[f32]) -> Vec<Named> {
         .collect()
 }
 
-fn to_json(label: &str, enc: &Encoding, x: &[f32], r: Result<Explanation, ExplainError>) -> JsonResult {
+fn decision(a: &Artifacts, x: &[f32]) -> ClassOut {
+    let p = a.model.predict_proba(x);
+    let index = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
+    let name = a.prepared.encoding.classes().get(index).cloned().unwrap_or_default();
+    ClassOut { index, name, probability: p[index] }
+}
+
+fn to_json(
+    label: &str,
+    enc: &Encoding,
+    decision: ClassOut,
+    x: &[f32],
+    r: Result<Explanation, ExplainError>,
+) -> JsonResult {
     let (explanation, not_found) = match r {
         Ok(e) => (Some(e), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    JsonResult { query: label.to_string(), values: values(enc, x), explanation, not_found }
+    JsonResult { query: label.to_string(), values: values(enc, x), decision, explanation, not_found }
 }
 
 fn print_text(label: &str, r: &Result<Explanation, ExplainError>) {
