@@ -327,3 +327,50 @@ fn fact_class(model: &Model<'_, '_>, tree: &Tree<'_>, x: &[f32]) -> Result<u8, E
         }
     }
 }
+
+/// One query's outcome as a single canonical text line, identical wherever it is printed (host
+/// native run, firmware over semihosting), so outputs can be compared byte for byte:
+///
+/// `q=<index> anchor=<a> fact=<c> examined=<e> rejected=<r> n=<k>[ not_found=<reason>]`
+/// followed by ` | leaf=<l> cost=<u32> class=<c|-> changed=<hex mask> x=<hex f32 bits,...>` per
+/// result, or `q=<index> error=<message>` when the explanation failed outright.
+#[derive(Debug, Clone, Copy)]
+pub struct Line<'r> {
+    pub index: u32,
+    pub outcome: Result<(&'r Summary, &'r [Counterfactual]), ExplainError>,
+}
+
+impl fmt::Display for Line<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (s, results) = match self.outcome {
+            Ok(ok) => ok,
+            Err(e) => return write!(f, "q={} error={e}", self.index),
+        };
+        write!(
+            f,
+            "q={} anchor={} fact={} examined={} rejected={} n={}",
+            self.index,
+            s.anchor,
+            s.fact,
+            s.examined,
+            s.rejected,
+            results.len()
+        )?;
+        if let Some(reason) = s.not_found {
+            write!(f, " not_found={reason:?}")?;
+        }
+        for r in results {
+            write!(f, " | leaf={} cost={} class=", r.leaf, r.cost)?;
+            match r.class {
+                Some(c) => write!(f, "{c}")?,
+                None => f.write_str("-")?,
+            }
+            write!(f, " changed={:x} x=", r.changed)?;
+            for (i, v) in r.x.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                write!(f, "{sep}{:08x}", v.to_bits())?;
+            }
+        }
+        Ok(())
+    }
+}

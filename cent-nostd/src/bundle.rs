@@ -474,6 +474,11 @@ pub(crate) mod tests {
         let summary = explainer.explain(&model, &[0.9, 0.1], &q, Options::default(), &mut rng, &mut out).unwrap();
         assert_eq!((summary.anchor, summary.fact), (1, 1));
         assert_eq!(out[0].class, Some(0));
+        let line = std::format!("{}", crate::atlas::Line { index: 4, outcome: Ok((&summary, &out)) });
+        assert!(line.starts_with("q=4 anchor=1 fact=1 examined=1 rejected=0 n=1 | leaf=1 cost="), "{line}");
+        assert!(line.ends_with(&std::format!("x={:08x},{:08x}", out[0].x[0].to_bits(), 0.1f32.to_bits())), "{line}");
+        let err = crate::atlas::Line { index: 2, outcome: Err(crate::atlas::ExplainError::Target) };
+        assert_eq!(std::format!("{err}"), "q=2 error=desired class is the current class or unknown");
         let _ = NotFound::Blocked;
     }
 
