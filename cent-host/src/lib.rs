@@ -3,4 +3,7 @@
 
 pub mod layers;
 pub mod data;
+pub mod blackbox;
+pub mod train;
+pub mod vae;
 pub mod quantize;
