@@ -182,14 +182,7 @@ impl<'a> Grower<'a> {
         n: usize,
     ) -> Self {
         let candidates: Vec<usize> = (0..columns).filter(|&c| allowed.get(c).copied().unwrap_or(false)).collect();
-        let order = candidates
-            .iter()
-            .map(|&c| {
-                let mut idx: Vec<u32> = (0..n as u32).collect();
-                idx.sort_by(|&a, &b| rows[a as usize * columns + c].total_cmp(&rows[b as usize * columns + c]));
-                idx
-            })
-            .collect();
+        let order = candidates.iter().map(|&c| presort(rows, columns, c, n)).collect();
         let xlogx = (0..=n).map(|x| if x == 0 { 0.0 } else { x as f64 * (x as f64).log2() }).collect();
         Grower {
             rows,
@@ -355,6 +348,20 @@ impl<'a> Grower<'a> {
     fn emit(&self) -> Vec<u8> {
         self.nodes.iter().flat_map(|n| n.to_bytes()).collect()
     }
+}
+
+/// Row indices sorted by column `c` (ties by row index). Indicator columns (only 0 and 1, the
+/// one-hot groups) are split in one pass; others are sorted on extracted keys.
+fn presort(rows: &[f32], columns: usize, c: usize, n: usize) -> Vec<u32> {
+    let value = |r: usize| rows[r * columns + c];
+    if (0..n).all(|r| value(r) == 0.0 || value(r) == 1.0) {
+        let zeros = (0..n as u32).filter(|&r| value(r as usize) == 0.0);
+        let ones = (0..n as u32).filter(|&r| value(r as usize) == 1.0);
+        return zeros.chain(ones).collect();
+    }
+    let mut keyed: Vec<(f32, u32)> = (0..n).map(|r| (value(r), r as u32)).collect();
+    keyed.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    keyed.into_iter().map(|(_, r)| r).collect()
 }
 
 /// A threshold strictly between `a < b` that `a` satisfies (`a <= t < b`), also when the
