@@ -11,3 +11,5 @@ pub mod quantize;
 pub mod surrogate;
 pub mod train;
 pub mod vae;
+pub mod text;
+pub mod images;

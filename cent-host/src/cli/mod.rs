@@ -2,6 +2,8 @@
 
 mod explain_cmd;
 mod query;
+mod text_cmd;
+mod images_cmd;
 
 use anyhow::Result;
 use cent_host::artifacts::{Setup, Source};
@@ -43,6 +45,16 @@ enum Command {
     ///
     /// Example: cent fetch compas credit heloc
     Fetch(FetchArgs),
+    /// Text classifiers (bag of words): the fewest inserted or deleted words that flip each
+    /// decision, per model, as a vulnerability report.
+    ///
+    /// Example: cent text --dataset bbc --classes politics,business --model lr --count 50
+    Text(text_cmd::TextArgs),
+    /// Image counterfactuals (MNIST, Fashion-MNIST) of a CNN on a binary pair: a PNG grid of
+    /// original, counterfactual and the red (removed) / green (added) contrast, plus JSON.
+    ///
+    /// Example: cent images --dataset mnist --pair 5,6 --count 8 --out docs/images
+    Images(images_cmd::ImagesArgs),
 }
 
 /// Which dataset and model.
@@ -116,6 +128,8 @@ pub fn run() -> Result<ExitCode> {
         Command::Explain(args) => explain_cmd::run(&args),
         Command::Demo(args) => explain_cmd::demo(&args.data, args.count),
         Command::Fetch(args) => fetch(&args),
+        Command::Text(args) => text_cmd::run(&args),
+        Command::Images(args) => images_cmd::run(&args),
     }
 }
 
@@ -140,7 +154,11 @@ fn fetch(args: &FetchArgs) -> Result<ExitCode> {
         args.names.clone()
     };
     for name in &names {
-        let dir = cent_host::data::fetch(name, &args.cache, &mut |line| eprintln!("{line}"))?;
+        let dir = if cent_host::data::fetch_ext::EXT_DATASETS.contains(&name.as_str()) {
+            cent_host::data::fetch_ext::fetch_ext(name, &args.cache, &mut |line| eprintln!("{line}"))?
+        } else {
+            cent_host::data::fetch(name, &args.cache, &mut |line| eprintln!("{line}"))?
+        };
         println!("{name}: ready in {}", dir.display());
     }
     Ok(ExitCode::SUCCESS)

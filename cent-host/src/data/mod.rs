@@ -18,6 +18,7 @@
 
 pub mod encoding;
 pub mod fetch;
+pub mod fetch_ext;
 pub mod schema;
 pub mod split;
 pub mod table;

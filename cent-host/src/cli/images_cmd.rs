@@ -1,0 +1,74 @@
+//! `cent images`: image counterfactuals with the PP/PN contrast, as a PNG grid and JSON.
+
+use anyhow::Result;
+use cent_host::images::parse_pair;
+use cent_host::images::run::{self, ImageRun};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct ImagesArgs {
+    /// Image dataset: mnist or fashion (after `cent fetch mnist fashion`).
+    #[arg(long, default_value = "mnist")]
+    pub dataset: String,
+    /// The binary pair: digits (5,6) or Fashion-MNIST names (dress,shirt; sandal,ankle-boot).
+    #[arg(long, default_value = "5,6")]
+    pub pair: String,
+    /// Test images to explain.
+    #[arg(long, default_value_t = 8)]
+    pub count: usize,
+    /// Output directory of the PNG grid and JSON summary.
+    #[arg(long, default_value = "docs/images")]
+    pub out: PathBuf,
+    /// Training images per class at most.
+    #[arg(long, default_value_t = 800)]
+    pub per_class: usize,
+    /// CNN training epochs.
+    #[arg(long, default_value_t = 3)]
+    pub cnn_epochs: usize,
+    /// VAE training epochs.
+    #[arg(long, default_value_t = 5)]
+    pub vae_epochs: usize,
+    /// Seed of the split, the training and the search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Cache of fetched datasets.
+    #[arg(long, default_value = "data/cache", env = "CENT_CACHE")]
+    pub cache: PathBuf,
+    /// No status messages on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: &ImagesArgs) -> Result<ExitCode> {
+    let settings = ImageRun {
+        dataset: args.dataset.clone(),
+        pair: parse_pair(&args.pair)?,
+        count: args.count,
+        seed: args.seed,
+        per_class: args.per_class,
+        cnn_epochs: args.cnn_epochs,
+        vae_epochs: args.vae_epochs,
+    };
+    let quiet = args.quiet;
+    let summary = run::run(&settings, &args.cache, &args.out, &mut |line| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    })?;
+    println!(
+        "{} {} vs {}: CNN accuracy {:.4}; flipped {}/{} ({:.0}%), {:.1} changed pixels on average, {:.0} ms per image; grid {}",
+        summary.dataset,
+        summary.pair[0],
+        summary.pair[1],
+        summary.cnn_test_accuracy,
+        summary.images.iter().filter(|r| r.flipped).count(),
+        summary.explained,
+        100.0 * summary.flip_rate,
+        summary.mean_changed_pixels,
+        summary.mean_latency_ms,
+        summary.grid
+    );
+    Ok(ExitCode::SUCCESS)
+}

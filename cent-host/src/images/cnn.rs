@@ -1,0 +1,245 @@
+//! The image black box: conv (28 filters, 3x3) -> ReLU -> max-pool 2x2 -> dense 128 ReLU ->
+//! dropout 0.2 -> dense 2 -> softmax, trained with burn on the CPU and exported to a
+//! plain-Rust forward ([`PlainCnn`]) that the search queries thousands of times.
+//!
+//! Weights are drawn from the project's seeded generator and the dropout masks too, so a run
+//! is deterministic for a seed.
+
+use burn::module::{Module, Param};
+use burn::nn::Linear;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::MaxPool2dConfig;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::activation::{log_softmax, relu};
+use burn::tensor::{Device, Tensor, TensorData};
+
+use crate::blackbox::{BlackBox, TrainError};
+use crate::layers::{Activation, Dense};
+use crate::train::{self, SeededRng};
+
+const SIDE: usize = 28;
+const FILTERS: usize = 28;
+const CONV: usize = SIDE - 2;
+const POOLED: usize = CONV / 2;
+const FLAT: usize = FILTERS * POOLED * POOLED;
+const HIDDEN: usize = 128;
+const DROPOUT: f32 = 0.2;
+
+/// Training schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CnnConfig {
+    pub epochs: usize,
+    pub batch_size: usize,
+    pub learning_rate: f64,
+    pub seed: u64,
+}
+
+impl Default for CnnConfig {
+    fn default() -> Self {
+        Self { epochs: 3, batch_size: 64, learning_rate: 1e-3, seed: 1 }
+    }
+}
+
+/// The exported CNN: plain `f32` weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlainCnn {
+    /// `[FILTERS][3][3]`.
+    pub conv_weight: Vec<f32>,
+    pub conv_bias: Vec<f32>,
+    pub hidden: Dense,
+    pub out: Dense,
+}
+
+impl PlainCnn {
+    /// Conv + ReLU + 2x2 max-pool of one image, flattened channel-major like burn's reshape.
+    fn features(&self, image: &[f32]) -> Vec<f32> {
+        let mut pooled = vec![f32::NEG_INFINITY; FLAT];
+        for f in 0..FILTERS {
+            let k = &self.conv_weight[f * 9..f * 9 + 9];
+            for y in 0..POOLED * 2 {
+                for x in 0..POOLED * 2 {
+                    let mut acc = self.conv_bias[f];
+                    for dy in 0..3 {
+                        let row = &image[(y + dy) * SIDE + x..(y + dy) * SIDE + x + 3];
+                        acc += k[dy * 3] * row[0] + k[dy * 3 + 1] * row[1] + k[dy * 3 + 2] * row[2];
+                    }
+                    let slot = &mut pooled[f * POOLED * POOLED + (y / 2) * POOLED + x / 2];
+                    *slot = slot.max(acc.max(0.0));
+                }
+            }
+        }
+        pooled
+    }
+
+    /// Class probabilities of one image.
+    pub fn forward(&self, image: &[f32]) -> Vec<f32> {
+        let mut hidden = Vec::with_capacity(HIDDEN);
+        self.hidden.forward_into(&self.features(image), &mut hidden);
+        let mut out = Vec::with_capacity(2);
+        self.out.forward_into(&hidden, &mut out);
+        out
+    }
+}
+
+impl BlackBox for PlainCnn {
+    fn classes(&self) -> usize {
+        self.out.outputs
+    }
+
+    fn inputs(&self) -> usize {
+        SIDE * SIDE
+    }
+
+    fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
+        rows.chunks_exact(SIDE * SIDE).flat_map(|r| self.forward(r)).collect()
+    }
+}
+
+/// The burn network.
+#[derive(Module, Debug)]
+struct CnnNet {
+    conv: Conv2d,
+    hidden: Linear,
+    out: Linear,
+}
+
+impl CnnNet {
+    fn new(rng: &mut SeededRng, device: &Device) -> Self {
+        let mut conv = Conv2dConfig::new([1, FILTERS], [3, 3]).init(device);
+        let bound = 1.0 / 3.0;
+        let w: Vec<f32> = (0..FILTERS * 9).map(|_| rng.symmetric(bound)).collect();
+        let b: Vec<f32> = (0..FILTERS).map(|_| rng.symmetric(bound)).collect();
+        conv.weight = Param::from_tensor(Tensor::from_data(TensorData::new(w, [FILTERS, 1, 3, 3]), device));
+        conv.bias = Some(Param::from_tensor(Tensor::from_data(TensorData::new(b, [FILTERS]), device)));
+        Self {
+            conv,
+            hidden: train::init_linear(rng, FLAT, HIDDEN, device),
+            out: train::init_linear(rng, HIDDEN, 2, device),
+        }
+    }
+
+    /// Logits; `mask` is the (already scaled) dropout mask of the hidden layer when training.
+    fn logits(&self, x: Tensor<4>, mask: Option<Tensor<2>>) -> Tensor<2> {
+        let n = x.dims()[0];
+        let h = relu(self.conv.forward(x));
+        let h = MaxPool2dConfig::new([2, 2]).init().forward(h);
+        let h = relu(self.hidden.forward(h.reshape([n, FLAT])));
+        let h = match mask {
+            Some(m) => h * m,
+            None => h,
+        };
+        self.out.forward(h)
+    }
+
+    fn export(&self) -> PlainCnn {
+        let values = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().unwrap_or_default();
+        let conv_weight = self.conv.weight.val().into_data().try_to_vec::<f32>().unwrap_or_default();
+        let conv_bias = self.conv.bias.as_ref().map(|b| values(b.val())).unwrap_or_else(|| vec![0.0; FILTERS]);
+        PlainCnn {
+            conv_weight,
+            conv_bias,
+            hidden: train::export_linear(&self.hidden, Activation::Relu),
+            out: train::export_linear(&self.out, Activation::Softmax),
+        }
+    }
+}
+
+fn image_batch(x: &[f32], rows: &[usize], device: &Device) -> Tensor<4> {
+    let mut data = Vec::with_capacity(rows.len() * SIDE * SIDE);
+    for &r in rows {
+        data.extend_from_slice(&x[r * SIDE * SIDE..(r + 1) * SIDE * SIDE]);
+    }
+    Tensor::from_data(TensorData::new(data, [rows.len(), 1, SIDE, SIDE]), device)
+}
+
+fn dropout_mask(rng: &mut SeededRng, n: usize, device: &Device) -> Tensor<2> {
+    let keep = 1.0 - DROPOUT;
+    let data: Vec<f32> = (0..n * HIDDEN).map(|_| if rng.uniform() < keep { 1.0 / keep } else { 0.0 }).collect();
+    Tensor::from_data(TensorData::new(data, [n, HIDDEN]), device)
+}
+
+/// Trains the CNN on `x` (`n` images of 784 pixels in `[0, 1]`) with labels in `{0, 1}`.
+///
+/// # Errors
+/// [`TrainError`] for malformed data or a diverging loss.
+pub fn train_cnn(x: &[f32], y: &[usize], config: &CnnConfig) -> Result<PlainCnn, TrainError> {
+    if !x.len().is_multiple_of(SIDE * SIDE) || x.len() / (SIDE * SIDE) != y.len() {
+        return Err(TrainError::Shape { len: x.len(), n_cols: SIDE * SIDE });
+    }
+    if let Some(row) = y.iter().position(|&l| l > 1) {
+        return Err(TrainError::Label { row, label: y[row], classes: 2 });
+    }
+    if y.is_empty() {
+        return Err(TrainError::Empty);
+    }
+    let device = train::device();
+    let mut rng = SeededRng::new(config.seed);
+    let mut net = CnnNet::new(&mut rng, &device);
+    let mut optim = AdamConfig::new().init();
+    for epoch in 0..config.epochs {
+        let mut total = 0.0;
+        for rows in rng.permutation(y.len()).chunks(config.batch_size.max(1)) {
+            let mask = dropout_mask(&mut rng, rows.len(), &device);
+            let logits = net.logits(image_batch(x, rows, &device), Some(mask));
+            let mut onehot = vec![0.0f32; rows.len() * 2];
+            rows.iter().enumerate().for_each(|(i, &r)| onehot[i * 2 + y[r]] = 1.0);
+            let targets = Tensor::from_data(TensorData::new(onehot, [rows.len(), 2]), &device);
+            let loss = (log_softmax(logits, 1) * targets).sum_dim(1).mean().neg();
+            total += f64::from(train::scalar(loss.clone())) * rows.len() as f64;
+            let grads = GradientsParams::from_grads(loss.backward(), &net);
+            net = optim.step(config.learning_rate, net, grads);
+        }
+        let mean = total / y.len() as f64;
+        if !mean.is_finite() {
+            return Err(TrainError::Diverged { epoch, loss: mean });
+        }
+    }
+    Ok(net.export())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::activation::softmax;
+
+    /// Images with a bar on the left (class 0) or right (class 1) and a seeded speckle.
+    fn bars(n: usize) -> (Vec<f32>, Vec<usize>) {
+        let mut rng = SeededRng::new(4);
+        let mut x = Vec::new();
+        let mut y = Vec::new();
+        for i in 0..n {
+            let label = i % 2;
+            let col0 = if label == 0 { 4 } else { 20 };
+            for p in 0..SIDE * SIDE {
+                let on = (col0..col0 + 4).contains(&(p % SIDE));
+                x.push(if on { 0.9 } else { 0.2 * rng.uniform() });
+            }
+            y.push(label);
+        }
+        (x, y)
+    }
+
+    #[test]
+    fn test_plain_forward_matches_burn() {
+        let device = train::device();
+        let mut rng = SeededRng::new(9);
+        let net = CnnNet::new(&mut rng, &device);
+        let (x, _) = bars(3);
+        let burn_p = softmax(net.logits(image_batch(&x, &[0, 1, 2], &device), None), 1);
+        let burn_p = burn_p.into_data().try_to_vec::<f32>().expect("f32");
+        let plain = net.export().predict_proba(&x);
+        assert_eq!(plain.len(), burn_p.len());
+        for (a, b) in plain.iter().zip(&burn_p) {
+            assert!((a - b).abs() < 1e-4, "{plain:?} vs {burn_p:?}");
+        }
+    }
+
+    #[test]
+    fn test_cnn_learns_bars() {
+        let (x, y) = bars(64);
+        let config = CnnConfig { epochs: 3, batch_size: 16, learning_rate: 2e-3, seed: 3 };
+        let model = train_cnn(&x, &y, &config).expect("trains");
+        let acc = crate::blackbox::accuracy(&model, &x, &y).expect("rows");
+        assert!(acc > 0.95, "accuracy {acc}");
+    }
+}
