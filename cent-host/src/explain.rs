@@ -12,6 +12,7 @@ use crate::data::{Encoding, Value};
 use crate::layers::Mlp;
 use crate::neighbors::Pool;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
+use cent_nostd::atlas::MARGIN_LADDER;
 use cent_nostd::counterfactual;
 use cent_nostd::graph::{Graph, SCALE};
 use cent_nostd::schema::{Kind, Query, Schema};
@@ -158,10 +159,6 @@ impl std::fmt::Debug for Explainer<'_> {
         f.debug_struct("Explainer").field("pool", &self.pool_labels.len()).field("config", &self.config).finish()
     }
 }
-
-/// Margin divisors tried per contrast leaf, as multiples of the query's `m`: the inward margin
-/// `|N(0, sigma/m)|` grows along the ladder, and the smallest move the model confirms wins.
-pub const MARGIN_LADDER: [f32; 6] = [1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125];
 
 /// A formatted candidate of one contrast leaf.
 #[derive(Debug, Clone)]

@@ -227,6 +227,11 @@ impl Default for Options {
     }
 }
 
+/// Margin divisors tried per contrast leaf, as multiples of the query's `m`: the inward margin
+/// `|N(0, sigma/m)|` grows along the ladder (with the same random draw), and the smallest move
+/// the classifier confirms wins. Shared by the device and the host explainer.
+pub const MARGIN_LADDER: [f32; 6] = [1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125];
+
 /// Caller-owned scratch of the explainer: the graph and the search over trees of `N` nodes.
 #[derive(Debug)]
 pub struct Explainer<const N: usize = NODES> {
@@ -246,11 +251,11 @@ impl<const N: usize> Explainer<N> {
     }
 
     /// Explains `x` with `model` under `query`, writing up to `out`'s capacity results, cheapest
-    /// first. An empty `out` comes with [`Summary::not_found`] set.
+    /// first (each leaf tried at every margin of [`MARGIN_LADDER`]). An empty `out` comes with [`Summary::not_found`] set.
     ///
     /// # Errors
     /// [`ExplainError`] when the input does not match or a capacity is exceeded.
-    pub fn explain<R: Rng + ?Sized, const K: usize>(
+    pub fn explain<R: Rng + Clone, const K: usize>(
         &mut self,
         model: &Model<'_, '_>,
         x: &[f32],
@@ -285,24 +290,13 @@ impl<const N: usize> Explainer<N> {
                 break;
             };
             summary.examined += 1;
-            let mut cf = heapless::Vec::<f32, COLUMNS>::new();
-            cf.resize(x.len(), 0.0).map_err(|_| ExplainError::Input)?;
-            match counterfactual::realize(schema, query, tree, hit.leaf, x, rng, &mut cf) {
-                Ok(()) => built += 1,
-                Err(CounterfactualError::Input) => return Err(ExplainError::Input),
-                Err(_) => continue,
+            let (found, any_built) = self.try_leaf(model, tree, x, query, target, hit.leaf, rng, &mut summary)?;
+            built = built.saturating_add(u8::from(any_built));
+            if let Some((cf, class)) = found {
+                let changed = counterfactual::changed(schema, x, &cf);
+                // `out` is not full (loop condition), so the push cannot fail.
+                let _ = out.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
             }
-            let class = match model.classifier {
-                Some(c) => Some(c.classify(&cf).map_err(ExplainError::Encoder)? as u8),
-                None => None,
-            };
-            if class.is_some_and(|c| !target.matches(c)) || cf.as_slice() == x {
-                summary.rejected += 1;
-                continue;
-            }
-            let changed = counterfactual::changed(schema, x, &cf);
-            // `out` is not full (loop condition), so the push cannot fail.
-            let _ = out.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
         }
         if out.is_empty() {
             summary.not_found = Some(match (summary.examined, built) {
@@ -312,6 +306,53 @@ impl<const N: usize> Explainer<N> {
             });
         }
         Ok(summary)
+    }
+}
+
+/// A counterfactual of one leaf and the classifier's class for it.
+type Confirmed = (heapless::Vec<f32, COLUMNS>, Option<u8>);
+
+impl<const N: usize> Explainer<N> {
+    /// Builds the leaf's counterfactual at each margin of [`MARGIN_LADDER`] with one replayed
+    /// draw (so moves grow monotonically) and keeps the first the classifier confirms (the
+    /// first built one when the bundle has no classifier). Also says whether any was built.
+    #[allow(clippy::too_many_arguments)]
+    fn try_leaf<R: Rng + Clone>(
+        &self,
+        model: &Model<'_, '_>,
+        tree: &Tree<'_>,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        leaf: NodeIdx,
+        rng: &mut R,
+        summary: &mut Summary,
+    ) -> Result<(Option<Confirmed>, bool), ExplainError> {
+        let base = rng.clone();
+        let mut any_built = false;
+        for step in MARGIN_LADDER {
+            let mut draw = base.clone();
+            let q = Query { margin: query.margin * step, ..query.clone() };
+            let mut cf = heapless::Vec::<f32, COLUMNS>::new();
+            cf.resize(x.len(), 0.0).map_err(|_| ExplainError::Input)?;
+            let built = counterfactual::realize(model.schema, &q, tree, leaf, x, &mut draw, &mut cf);
+            *rng = draw;
+            match built {
+                Ok(()) => any_built = true,
+                Err(CounterfactualError::Input) => return Err(ExplainError::Input),
+                Err(_) => continue,
+            }
+            let class = match model.classifier {
+                Some(c) => Some(c.classify(&cf).map_err(ExplainError::Encoder)? as u8),
+                None => None,
+            };
+            if class.is_some_and(|c| !target.matches(c)) || cf.as_slice() == x {
+                summary.rejected = summary.rejected.saturating_add(1);
+                continue;
+            }
+            return Ok((Some((cf, class)), any_built));
+        }
+        Ok((None, any_built))
     }
 }
 
