@@ -95,8 +95,20 @@ mod tests {
     fn test_forward_relu_then_softmax() {
         let mlp = Mlp {
             layers: vec![
-                Dense { inputs: 2, outputs: 2, weights: vec![1.0, 0.0, 0.0, -1.0], bias: vec![0.0, 0.0], activation: Activation::Relu },
-                Dense { inputs: 2, outputs: 2, weights: vec![1.0, 0.0, 0.0, 1.0], bias: vec![0.0, 0.0], activation: Activation::Softmax },
+                Dense {
+                    inputs: 2,
+                    outputs: 2,
+                    weights: vec![1.0, 0.0, 0.0, -1.0],
+                    bias: vec![0.0, 0.0],
+                    activation: Activation::Relu,
+                },
+                Dense {
+                    inputs: 2,
+                    outputs: 2,
+                    weights: vec![1.0, 0.0, 0.0, 1.0],
+                    bias: vec![0.0, 0.0],
+                    activation: Activation::Softmax,
+                },
             ],
         };
         let y = mlp.forward(&[2.0, 3.0]);
