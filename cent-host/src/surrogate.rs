@@ -142,7 +142,7 @@ fn check_data(rows: &[f32], columns: usize, labels: &[usize], classes: usize) ->
         return Err(SurrogateError::Empty);
     }
     let n = rows.len() / columns;
-    if labels.len() != n || rows.len() % columns != 0 {
+    if labels.len() != n || !rows.len().is_multiple_of(columns) {
         return Err(SurrogateError::Labels { rows: labels.len(), expected: n });
     }
     if let Some(&label) = labels.iter().find(|&&l| l >= classes) {
@@ -271,10 +271,10 @@ impl<'a> Grower<'a> {
         let mut best: Option<Split> = None;
         for (k, &col) in self.candidates.iter().enumerate() {
             let seg = &self.order[k][o.start..o.end];
-            if let Some(s) = self.best_split_on(col, seg, &total, parent) {
-                if best.is_none_or(|b| s.gain > b.gain + 1e-12) {
-                    best = Some(s);
-                }
+            if let Some(s) = self.best_split_on(col, seg, &total, parent)
+                && best.is_none_or(|b| s.gain > b.gain + 1e-12)
+            {
+                best = Some(s);
             }
         }
         best
