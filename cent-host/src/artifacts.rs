@@ -1,7 +1,7 @@
 //! The trained artifacts of one dataset — prepared data, black box and VAE — trained on first
 //! use and cached as files, so every command after the first starts in seconds.
 
-use crate::blackbox::{self, ModelKind, TrainConfig};
+use crate::blackbox::{self, BlackBox, ModelKind, TrainConfig};
 use crate::data::{self, Prepared, Table};
 use crate::vae::{self, Vae, VaeConfig};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -44,6 +44,8 @@ pub enum ArtifactError {
     Train { what: String, message: String },
     #[error("cannot create the cache directory {path}: {source}")]
     Cache { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Onnx(#[from] crate::onnx::OnnxError),
 }
 
 /// Data, black box and VAE of one dataset.
@@ -55,6 +57,21 @@ pub struct Artifacts {
     pub vae: Vae,
     /// Test accuracy of the black box.
     pub accuracy: f64,
+}
+
+impl Artifacts {
+    /// The black box to explain: the ONNX model at `onnx` when given (checked against this
+    /// dataset's encoded width and class count), else the built-in model.
+    ///
+    /// # Errors
+    /// [`ArtifactError::Onnx`] when the ONNX model cannot be loaded or does not fit the data.
+    pub fn black_box(&self, onnx: Option<&Path>) -> Result<Box<dyn BlackBox>, ArtifactError> {
+        let enc = &self.prepared.encoding;
+        Ok(match onnx {
+            Some(path) => Box::new(crate::onnx::OnnxModel::load(path, enc.n_cols(), enc.classes().len())?),
+            None => Box::new(self.model.clone()),
+        })
+    }
 }
 
 impl Setup {

@@ -13,3 +13,7 @@ pub mod train;
 pub mod vae;
 pub mod text;
 pub mod images;
+pub mod metrics;
+pub mod baselines;
+pub mod evaluate;
+pub mod onnx;

@@ -1,5 +1,6 @@
 //! Command-line interface: `cent train | explain | demo | fetch`.
 
+mod evaluate_cmd;
 mod explain_cmd;
 mod query;
 mod text_cmd;
@@ -55,6 +56,13 @@ enum Command {
     ///
     /// Example: cent images --dataset mnist --pair 5,6 --count 8 --out docs/images
     Images(images_cmd::ImagesArgs),
+    /// Measure CEnt and the baselines (Growing Spheres, FACE, nearest unlike neighbour, random
+    /// search) on test factuals: flip rate, distances, redundancy, violations, yNN, latency.
+    ///
+    /// Examples:
+    ///   cent evaluate --dataset adult --model lr --factuals 100 --method cent,gs --format json
+    ///   cent evaluate --all --out docs
+    Evaluate(evaluate_cmd::EvaluateArgs),
 }
 
 /// Which dataset and model.
@@ -72,6 +80,10 @@ pub struct DataArgs {
     /// Black box: lr (logistic regression) or mlp (13-4 ReLU).
     #[arg(long, value_enum, default_value_t = ModelArg::Mlp)]
     pub model: ModelArg,
+    /// Your own classifier as an ONNX file (replaces --model): one float input [batch, encoded
+    /// columns] in the schema's column order, a probability output (see README, "Bring your own model").
+    #[arg(long)]
+    pub onnx: Option<PathBuf>,
     /// Cache of fetched datasets and trained models.
     #[arg(long, default_value = "data/cache", env = "CENT_CACHE")]
     pub cache: PathBuf,
@@ -130,6 +142,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Fetch(args) => fetch(&args),
         Command::Text(args) => text_cmd::run(&args),
         Command::Images(args) => images_cmd::run(&args),
+        Command::Evaluate(args) => evaluate_cmd::run(&args),
     }
 }
 

@@ -1,0 +1,258 @@
+//! `cent evaluate`: CEnt and the baselines on factuals of the test split, with every metric of
+//! the evaluation (see `cent_host::evaluate` and docs/results.md).
+
+use super::{DataArgs, ModelArg};
+use anyhow::{Context, Result, bail};
+use cent_host::artifacts::{Artifacts, Setup, Source};
+use cent_host::blackbox::{BlackBox, ModelKind};
+use cent_host::evaluate::report::{self, Meta, PairReport};
+use cent_host::evaluate::{Bench, Config, MethodKind, MethodResult, plots};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Factuals drawn from the test split (seeded by --seed, both predicted classes).
+    #[arg(long, default_value_t = 100)]
+    pub factuals: usize,
+    /// Methods to run, comma-separated (default: all of them).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub method: Vec<MethodArg>,
+    /// Output format on stdout (and of the file written into --out).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Directory for the results: `<dataset>-<model>.{md,json,csv}`; with --all the report
+    /// `results.md` and `plots/` (default there: docs).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Every built-in dataset (adult, compas, credit, heloc) × model (lr, mlp) × method; writes a
+    /// markdown report and SVG plots. Ignores --dataset, --data and --model.
+    #[arg(long, conflicts_with = "onnx")]
+    pub all: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MethodArg {
+    /// CEnt (this project).
+    Cent,
+    /// Growing Spheres (Laugel et al. 2017).
+    Gs,
+    /// FACE with a kNN graph (Poyiadzi et al. 2020).
+    Face,
+    /// Nearest unlike neighbour.
+    Nun,
+    /// DiCE-style random search.
+    Random,
+}
+
+impl MethodArg {
+    fn kind(self) -> MethodKind {
+        match self {
+            MethodArg::Cent => MethodKind::Cent,
+            MethodArg::Gs => MethodKind::Gs,
+            MethodArg::Face => MethodKind::Face,
+            MethodArg::Nun => MethodKind::Nun,
+            MethodArg::Random => MethodKind::Random,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A markdown table of per-method summaries.
+    Table,
+    /// One JSON document: settings, then per method a summary and per-factual rows.
+    Json,
+    /// One CSV line per factual and method, with a header.
+    Csv,
+}
+
+/// The JSON document of one dataset × model pair (see README, "Evaluation JSON").
+#[derive(Debug, Serialize)]
+struct JsonDoc<'a> {
+    dataset: &'a str,
+    model: &'a str,
+    test_accuracy: f64,
+    seed: u64,
+    factuals: usize,
+    methods: &'a [MethodResult],
+}
+
+pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
+    if args.all {
+        return all(args);
+    }
+    let start = Instant::now();
+    let a = args.data.setup().load()?;
+    let model = a.black_box(args.data.onnx.as_deref())?;
+    let label = model_label(&args.data);
+    let accuracy = test_accuracy(model.as_ref(), &a)?;
+    let setup_seconds = start.elapsed().as_secs_f64();
+    let pair = evaluate_pair(&a, model.as_ref(), &label, accuracy, setup_seconds, args)?;
+    let text = render(&pair, args)?;
+    if let Some(dir) = &args.out {
+        let ext = match args.format {
+            Format::Table => "md",
+            Format::Json => "json",
+            Format::Csv => "csv",
+        };
+        let path = dir.join(format!("{}-{}.{ext}", pair.dataset, pair.model));
+        write(&path, &text)?;
+        if !args.data.quiet {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lr`, `mlp` or `onnx`.
+fn model_label(data: &DataArgs) -> String {
+    match (&data.onnx, data.model) {
+        (Some(_), _) => "onnx".into(),
+        (None, ModelArg::Lr) => "lr".into(),
+        (None, ModelArg::Mlp) => "mlp".into(),
+    }
+}
+
+fn test_accuracy(model: &dyn BlackBox, a: &Artifacts) -> Result<f64> {
+    Ok(cent_host::blackbox::accuracy(model, &a.prepared.test.data, &a.prepared.test_labels)?)
+}
+
+fn methods(args: &EvaluateArgs) -> Vec<MethodKind> {
+    if args.method.is_empty() || args.all {
+        return MethodKind::ALL.to_vec();
+    }
+    let mut kinds: Vec<MethodKind> = args.method.iter().map(|m| m.kind()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
+}
+
+/// Runs the chosen methods on one pair's factuals.
+fn evaluate_pair(
+    a: &Artifacts,
+    model: &dyn BlackBox,
+    label: &str,
+    accuracy: f64,
+    setup_seconds: f64,
+    args: &EvaluateArgs,
+) -> Result<PairReport> {
+    if args.factuals == 0 {
+        bail!("--factuals must be at least 1");
+    }
+    let start = Instant::now();
+    let bench = Bench::new(&a.prepared, model, &a.vae, Config::new(args.factuals, args.data.seed));
+    let factuals = bench.factuals();
+    let prepare_seconds = start.elapsed().as_secs_f64();
+    let mut results = Vec::new();
+    let run_start = Instant::now();
+    for kind in methods(args) {
+        let t = Instant::now();
+        let r = bench.run(kind, &factuals);
+        if !args.data.quiet {
+            eprintln!(
+                "{} × {label}: {} on {} factuals in {:.1} s (flip rate {:.2})",
+                a.name,
+                kind.name(),
+                factuals.len(),
+                t.elapsed().as_secs_f64(),
+                r.summary.flip_rate
+            );
+        }
+        results.push(r);
+    }
+    Ok(PairReport {
+        dataset: a.name.clone(),
+        model: label.to_string(),
+        accuracy,
+        setup_seconds,
+        prepare_seconds,
+        run_seconds: run_start.elapsed().as_secs_f64(),
+        results,
+    })
+}
+
+fn render(pair: &PairReport, args: &EvaluateArgs) -> Result<String> {
+    Ok(match args.format {
+        Format::Table => format!(
+            "{} × {} (test accuracy {:.3}), {} factuals, seed {}\n\n{}",
+            pair.dataset,
+            pair.model,
+            pair.accuracy,
+            args.factuals,
+            args.data.seed,
+            report::summary_table(&pair.results)
+        ),
+        Format::Json => {
+            let doc = JsonDoc {
+                dataset: &pair.dataset,
+                model: &pair.model,
+                test_accuracy: pair.accuracy,
+                seed: args.data.seed,
+                factuals: args.factuals,
+                methods: &pair.results,
+            };
+            serde_json::to_string_pretty(&doc)? + "\n"
+        }
+        Format::Csv => {
+            let mut text = format!("{}\n", report::CSV_HEADER);
+            for r in &pair.results {
+                text += &report::csv_rows(&pair.dataset, &pair.model, r.summary.method, &r.rows);
+            }
+            text
+        }
+    })
+}
+
+/// `--all`: every built-in dataset × {lr, mlp} × method, then the report and plots.
+fn all(args: &EvaluateArgs) -> Result<ExitCode> {
+    let start = Instant::now();
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("docs"));
+    let mut pairs = Vec::new();
+    for dataset in cent_host::data::DATASETS {
+        for kind in [ModelKind::Lr, ModelKind::Mlp] {
+            let t = Instant::now();
+            let setup = Setup {
+                source: Source::Builtin(dataset.to_string()),
+                model: kind,
+                cache: args.data.cache.clone(),
+                seed: args.data.seed,
+                progress: !args.data.quiet,
+            };
+            let a = setup.load().with_context(|| format!("loading {dataset}"))?;
+            let label = if kind == ModelKind::Lr { "lr" } else { "mlp" };
+            let setup_seconds = t.elapsed().as_secs_f64();
+            pairs.push(evaluate_pair(&a, &a.model, label, a.accuracy, setup_seconds, args)?);
+        }
+    }
+    let plots = plots::write_all(&out.join("plots"), &pairs)?;
+    let meta = Meta {
+        command: format!(
+            "cargo run -p cent-host -- evaluate --all --factuals {} --seed {} --out {}",
+            args.factuals,
+            args.data.seed,
+            out.display()
+        ),
+        factuals: args.factuals,
+        seed: args.data.seed,
+        total_seconds: start.elapsed().as_secs_f64(),
+        plots: plots.into_iter().map(|(file, caption)| (format!("plots/{file}"), caption)).collect(),
+    };
+    let path = out.join("results.md");
+    write(&path, &report::markdown(&pairs, &meta))?;
+    println!("wrote {} and {} plots in {:.0} s", path.display(), meta.plots.len(), meta.total_seconds);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}

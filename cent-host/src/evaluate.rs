@@ -1,0 +1,432 @@
+//! The evaluation harness (design §5): draws factuals from the test split, runs CEnt or a
+//! baseline on each, and measures every counterfactual with [`crate::metrics`].
+//!
+//! Conventions, for every method alike:
+//! - **Factuals**: `count` test rows drawn with a seeded shuffle, alternating between the classes
+//!   the model predicts (so both classes are represented; if one class runs out the other fills
+//!   in). The target of a factual is the other class (`(fact + 1) % classes`).
+//! - **Constraints**: the schema's defaults (its immutable and one-direction features and
+//!   forbidden category transitions).
+//! - **Failures**: a factual without a counterfactual counts as not flipped. Distances,
+//!   redundancy, violation rates, yNN and fidelity are averaged over the factuals where a
+//!   counterfactual was found.
+//! - **Latency**: wall time of the method's call for one factual (search plus its own final
+//!   verification); one-off work (training, encoding and labelling the pool, building the yNN
+//!   reference) is excluded.
+
+pub mod plots;
+pub mod report;
+
+use crate::baselines::{Face, Found, GrowingSpheres, Method, NearestUnlike, NotFound, Problem, RandomSearch};
+use crate::blackbox::BlackBox;
+use crate::data::Prepared;
+use crate::explain::{self, Explainer};
+use crate::metrics::{self, Judge, Measures, Reference};
+use crate::vae::Vae;
+use cent_nostd::schema::{Query, Schema};
+use serde::Serialize;
+use std::time::Instant;
+
+/// The methods under evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MethodKind {
+    /// CEnt (this project).
+    Cent,
+    /// Growing Spheres.
+    Gs,
+    /// FACE, kNN graph.
+    Face,
+    /// Nearest unlike neighbour.
+    Nun,
+    /// DiCE-style random search.
+    Random,
+}
+
+impl MethodKind {
+    pub const ALL: [MethodKind; 5] =
+        [MethodKind::Cent, MethodKind::Gs, MethodKind::Face, MethodKind::Nun, MethodKind::Random];
+
+    /// The short name used in reports and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            MethodKind::Cent => "cent",
+            MethodKind::Gs => "gs",
+            MethodKind::Face => "face",
+            MethodKind::Nun => "nun",
+            MethodKind::Random => "random",
+        }
+    }
+}
+
+/// Hyperparameters of one evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Factuals drawn from the test split.
+    pub factuals: usize,
+    /// Seed of the factual draw and of every method.
+    pub seed: u64,
+    /// CEnt's explainer (its `n` is irrelevant here: the cheapest verified result is measured).
+    pub cent: explain::Config,
+    pub gs: GrowingSpheres,
+    pub face: Face,
+    pub random: RandomSearch,
+}
+
+impl Config {
+    /// Defaults of every method, all seeded with `seed`.
+    pub fn new(factuals: usize, seed: u64) -> Self {
+        Config {
+            factuals,
+            seed,
+            cent: explain::Config { n: 1, seed, ..explain::Config::default() },
+            gs: GrowingSpheres { seed, ..GrowingSpheres::default() },
+            face: Face::default(),
+            random: RandomSearch { seed, ..RandomSearch::default() },
+        }
+    }
+}
+
+/// One factual's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Row of the test split.
+    pub test_row: usize,
+    /// The model's class of the factual, and the class asked for.
+    pub fact_class: usize,
+    pub target_class: usize,
+    /// A counterfactual was returned.
+    pub found: bool,
+    /// It was returned and the model assigns it to the target class (re-checked here).
+    pub flipped: bool,
+    pub latency_ms: f64,
+    /// Metrics of the counterfactual (absent when none was found).
+    #[serde(flatten)]
+    pub measures: Option<Measures>,
+    /// CEnt's surrogate fidelity on held-out neighbours.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<f64>,
+    /// Why nothing was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Aggregates of one method over the factuals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub method: MethodKind,
+    pub factuals: usize,
+    pub found: usize,
+    /// Flipped counterfactuals over **all** factuals.
+    pub flip_rate: f64,
+    /// Means over found counterfactuals.
+    pub l0: f64,
+    pub l1: f64,
+    pub l2: f64,
+    pub linf: f64,
+    pub latent: f64,
+    pub redundancy: f64,
+    /// Shares of found counterfactuals with a violation (decoded values).
+    pub immutable_violation_rate: f64,
+    pub semi_immutable_violation_rate: f64,
+    /// Share of found counterfactuals failing the core's full constraint check.
+    pub infeasible_rate: f64,
+    pub ynn: f64,
+    /// Latency over all factuals, milliseconds.
+    pub latency_ms_mean: f64,
+    pub latency_ms_median: f64,
+    pub latency_ms_max: f64,
+    /// Mean CEnt surrogate fidelity over the factuals where it was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<f64>,
+}
+
+/// One method's rows and summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MethodResult {
+    pub summary: Summary,
+    pub rows: Vec<Row>,
+}
+
+/// Everything one dataset × model pair needs, built once: the problem setting, CEnt's
+/// explainer (pool encoded and labelled) and the yNN reference.
+pub struct Bench<'a> {
+    prepared: &'a Prepared,
+    model: &'a dyn BlackBox,
+    vae: &'a Vae,
+    schema: Schema,
+    query: Query,
+    explainer: Explainer<'a>,
+    reference: Reference,
+    config: Config,
+}
+
+impl std::fmt::Debug for Bench<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bench").field("reference", &self.reference.len()).field("config", &self.config).finish()
+    }
+}
+
+impl<'a> Bench<'a> {
+    /// Encodes and labels the pool (training split) and labels the whole dataset (training
+    /// and test rows) for yNN.
+    pub fn new(prepared: &'a Prepared, model: &'a dyn BlackBox, vae: &'a Vae, config: Config) -> Self {
+        let enc = &prepared.encoding;
+        let schema = enc.to_core_schema();
+        let query = schema.default_query();
+        let explainer = Explainer::new(enc, model, &vae.encoder, &prepared.train.data, config.cent);
+        let mut all = prepared.train.data.clone();
+        all.extend_from_slice(&prepared.test.data);
+        let reference = Reference::new(model, all, enc.n_cols());
+        Bench { prepared, model, vae, schema, query, explainer, reference, config }
+    }
+
+    /// The factual test rows (see the module docs for the draw).
+    pub fn factuals(&self) -> Vec<usize> {
+        let predicted = self.model.predict(&self.prepared.test.data);
+        draw_factuals(&predicted, self.model.classes(), self.config.factuals, self.config.seed)
+    }
+
+    /// Runs `method` on every factual and measures the results.
+    pub fn run(&self, method: MethodKind, factuals: &[usize]) -> MethodResult {
+        let rows: Vec<Row> = factuals.iter().map(|&r| self.row(method, r)).collect();
+        MethodResult { summary: summarize(method, &rows), rows }
+    }
+
+    fn problem(&self) -> Problem<'_> {
+        Problem {
+            schema: &self.schema,
+            query: &self.query,
+            model: self.model,
+            pool: &self.prepared.train.data,
+            pool_labels: self.explainer.pool_labels(),
+        }
+    }
+
+    fn row(&self, method: MethodKind, test_row: usize) -> Row {
+        let x = self.prepared.test.row(test_row);
+        let fact_class = self.model.predict(x).first().copied().unwrap_or(0);
+        let target_class = (fact_class + 1) % self.model.classes().max(1);
+        let problem = self.problem();
+        let start = Instant::now();
+        let result = self.call(method, &problem, x, target_class);
+        let latency_ms = start.elapsed().as_secs_f64() * 1e3;
+        let judge = Judge {
+            schema: &self.schema,
+            query: &self.query,
+            model: self.model,
+            encoder: &self.vae.encoder,
+            reference: &self.reference,
+        };
+        let mut row = Row {
+            test_row,
+            fact_class,
+            target_class,
+            found: false,
+            flipped: false,
+            latency_ms,
+            measures: None,
+            fidelity: None,
+            reason: None,
+        };
+        match result {
+            Ok(found) => {
+                let m = metrics::measure(&judge, x, &found.x, target_class);
+                (row.found, row.flipped, row.measures, row.fidelity) = (true, m.flipped, Some(m), found.fidelity);
+            }
+            Err(e) => row.reason = Some(e.to_string()),
+        }
+        row
+    }
+
+    fn call(&self, method: MethodKind, p: &Problem<'_>, x: &[f32], target: usize) -> Result<Found, NotFound> {
+        match method {
+            MethodKind::Cent => self.cent(p, x, target),
+            MethodKind::Gs => self.config.gs.counterfactual(p, x, target),
+            MethodKind::Face => self.config.face.counterfactual(p, x, target),
+            MethodKind::Nun => NearestUnlike.counterfactual(p, x, target),
+            MethodKind::Random => self.config.random.counterfactual(p, x, target),
+        }
+    }
+
+    /// CEnt's cheapest verified counterfactual, re-verified like every baseline's.
+    fn cent(&self, p: &Problem<'_>, x: &[f32], target: usize) -> Result<Found, NotFound> {
+        let e = self.explainer.explain(x, p.query, Some(target)).map_err(|e| NotFound::Other(e.to_string()))?;
+        let best = e.counterfactuals.into_iter().next().ok_or(NotFound::Budget)?;
+        let found = p.verify(x, best.encoded, target)?;
+        Ok(Found { fidelity: Some(e.fidelity), ..found })
+    }
+}
+
+/// `count` indices of `predicted` (the model's classes of the test rows): a seeded shuffle,
+/// taken round-robin over the classes so that each is represented; a class that runs out
+/// leaves its turns to the others.
+pub fn draw_factuals(predicted: &[usize], classes: usize, count: usize, seed: u64) -> Vec<usize> {
+    let order = crate::data::split::permutation(predicted.len(), seed);
+    let mut per_class: Vec<std::collections::VecDeque<usize>> = vec![Default::default(); classes.max(1)];
+    for i in order {
+        if let Some(q) = per_class.get_mut(predicted[i]) {
+            q.push_back(i);
+        }
+    }
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count && per_class.iter().any(|q| !q.is_empty()) {
+        for q in &mut per_class {
+            if out.len() < count
+                && let Some(i) = q.pop_front()
+            {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+/// Aggregates per-factual rows (see the module docs for what is averaged over what).
+pub fn summarize(method: MethodKind, rows: &[Row]) -> Summary {
+    let found: Vec<&Measures> = rows.iter().filter_map(|r| r.measures.as_ref()).collect();
+    let mean_of = |f: &dyn Fn(&Measures) -> f64| mean(found.iter().map(|m| f(m)));
+    let share = |f: &dyn Fn(&Measures) -> bool| mean(found.iter().map(|m| f64::from(u8::from(f(m)))));
+    let mut latency: Vec<f64> = rows.iter().map(|r| r.latency_ms).collect();
+    latency.sort_by(f64::total_cmp);
+    let fidelities: Vec<f64> = rows.iter().filter_map(|r| r.fidelity).collect();
+    Summary {
+        method,
+        factuals: rows.len(),
+        found: found.len(),
+        flip_rate: mean(rows.iter().map(|r| f64::from(u8::from(r.flipped)))),
+        l0: mean_of(&|m| m.l0 as f64),
+        l1: mean_of(&|m| m.l1),
+        l2: mean_of(&|m| m.l2),
+        linf: mean_of(&|m| m.linf),
+        latent: mean_of(&|m| m.latent),
+        redundancy: mean_of(&|m| m.redundancy as f64),
+        immutable_violation_rate: share(&|m| m.violations.immutable),
+        semi_immutable_violation_rate: share(&|m| m.violations.semi_immutable),
+        infeasible_rate: share(&|m| !m.feasible),
+        ynn: mean_of(&|m| m.ynn),
+        latency_ms_mean: mean(latency.iter().copied()),
+        latency_ms_median: median(&latency),
+        latency_ms_max: latency.last().copied().unwrap_or(0.0),
+        fidelity: (!fidelities.is_empty()).then(|| mean(fidelities.iter().copied())),
+    }
+}
+
+/// Arithmetic mean; 0 for no values (a method that found nothing has no distances).
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    if n == 0 { 0.0 } else { sum / n as f64 }
+}
+
+/// Median of sorted values; 0 for none.
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Violations;
+
+    fn measures(l1: f64, redundancy: usize, immutable: bool) -> Measures {
+        Measures {
+            flipped: true,
+            l0: 1,
+            l1,
+            l2: l1,
+            linf: l1,
+            latent: 2.0 * l1,
+            redundancy,
+            violations: Violations { immutable, semi_immutable: false },
+            feasible: !immutable,
+            ynn: 0.8,
+        }
+    }
+
+    fn row(found: Option<Measures>, latency_ms: f64, fidelity: Option<f64>) -> Row {
+        Row {
+            test_row: 0,
+            fact_class: 0,
+            target_class: 1,
+            found: found.is_some(),
+            flipped: found.is_some_and(|m| m.flipped),
+            latency_ms,
+            measures: found,
+            fidelity,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn test_summary_counts_failures_as_unflipped_and_averages_found_only() {
+        let rows = [
+            row(Some(measures(1.0, 0, false)), 10.0, Some(0.9)),
+            row(Some(measures(3.0, 1, true)), 30.0, Some(0.8)),
+            row(None, 20.0, None),
+            row(None, 40.0, None),
+        ];
+        let s = summarize(MethodKind::Cent, &rows);
+        assert_eq!((s.factuals, s.found), (4, 2));
+        assert!((s.flip_rate - 0.5).abs() < 1e-12);
+        assert!((s.l1 - 2.0).abs() < 1e-12 && (s.latent - 4.0).abs() < 1e-12);
+        assert!((s.redundancy - 0.5).abs() < 1e-12);
+        assert!((s.immutable_violation_rate - 0.5).abs() < 1e-12 && s.semi_immutable_violation_rate.abs() < 1e-12);
+        assert!((s.infeasible_rate - 0.5).abs() < 1e-12);
+        assert!((s.latency_ms_mean - 25.0).abs() < 1e-12 && (s.latency_ms_median - 25.0).abs() < 1e-12);
+        assert!((s.latency_ms_max - 40.0).abs() < 1e-12);
+        assert!((s.fidelity.unwrap() - 0.85).abs() < 1e-12);
+    }
+
+    #[test]
+    fn test_summary_of_nothing_found_has_zero_distances_and_no_fidelity() {
+        let s = summarize(MethodKind::Gs, &[row(None, 1.0, None)]);
+        assert_eq!(s.found, 0);
+        assert!(s.flip_rate.abs() < 1e-12 && s.l1.abs() < 1e-12);
+        assert_eq!(s.fidelity, None);
+    }
+
+    #[test]
+    fn test_factuals_alternate_classes_and_are_seeded() {
+        // Rows 0..10; class 1 only at rows 2 and 7.
+        let predicted = [0, 0, 1, 0, 0, 0, 0, 1, 0, 0];
+        let drawn = draw_factuals(&predicted, 2, 6, 3);
+        assert_eq!(drawn.len(), 6);
+        assert_eq!(drawn, draw_factuals(&predicted, 2, 6, 3));
+        let ones = drawn.iter().filter(|&&i| predicted[i] == 1).count();
+        assert_eq!(ones, 2, "both class-1 rows are drawn: {drawn:?}");
+        // Alternation: a class-1 row among the first two.
+        assert!(drawn[..2].iter().any(|&i| predicted[i] == 1), "{drawn:?}");
+        let mut unique = drawn.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), 6);
+        // More than available: all rows, once.
+        assert_eq!(draw_factuals(&predicted, 2, 50, 3).len(), 10);
+    }
+
+    #[test]
+    fn test_json_rows_flatten_the_metrics_and_omit_absent_fields() {
+        let found = serde_json::to_value(row(Some(measures(1.5, 1, false)), 3.0, Some(0.95))).expect("serializes");
+        for key in ["test_row", "fact_class", "target_class", "found", "flipped", "latency_ms", "l0", "l1", "l2"] {
+            assert!(found.get(key).is_some(), "{key} missing in {found}");
+        }
+        assert_eq!(found["violations"]["immutable"], serde_json::json!(false));
+        assert_eq!(found["fidelity"], serde_json::json!(0.95));
+        assert!(found.get("reason").is_none());
+        let missing = serde_json::to_value(row(None, 3.0, None)).expect("serializes");
+        assert!(missing.get("l1").is_none() && missing.get("fidelity").is_none(), "{missing}");
+        let summary = serde_json::to_value(summarize(MethodKind::Face, &[])).expect("serializes");
+        assert_eq!(summary["method"], serde_json::json!("face"));
+    }
+
+    #[test]
+    fn test_median_of_even_and_odd_counts() {
+        assert!((median(&[1.0, 2.0, 10.0]) - 2.0).abs() < 1e-12);
+        assert!((median(&[1.0, 2.0, 4.0, 10.0]) - 3.0).abs() < 1e-12);
+        assert!(median(&[]).abs() < 1e-12);
+    }
+}

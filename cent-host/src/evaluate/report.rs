@@ -1,0 +1,312 @@
+//! Text forms of evaluation results: markdown tables, the full markdown report of
+//! `cent evaluate --all`, and CSV rows.
+
+use super::{MethodKind, MethodResult, Row, Summary};
+use std::fmt::Write as _;
+
+/// One dataset × model pair's results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairReport {
+    pub dataset: String,
+    /// `lr`, `mlp` or `onnx`.
+    pub model: String,
+    /// Test accuracy of the model.
+    pub accuracy: f64,
+    /// Loading data and models, training what was not cached, seconds.
+    pub setup_seconds: f64,
+    /// Encoding and labelling the pool and the yNN reference, seconds.
+    pub prepare_seconds: f64,
+    /// Running every method on every factual, measuring included, seconds.
+    pub run_seconds: f64,
+    pub results: Vec<MethodResult>,
+}
+
+/// How the report was produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meta {
+    pub command: String,
+    pub factuals: usize,
+    pub seed: u64,
+    pub total_seconds: f64,
+    /// Relative paths of the plot files, with a caption each.
+    pub plots: Vec<(String, String)>,
+}
+
+/// Surrogate fidelity reported by the CEnt paper, (MLP, LR).
+pub fn paper_fidelity(dataset: &str) -> Option<(f64, f64)> {
+    match dataset {
+        "adult" => Some((0.944, 0.957)),
+        "compas" => Some((0.965, 0.978)),
+        "credit" => Some((0.992, 0.987)),
+        "heloc" => Some((0.873, 0.894)),
+        _ => None,
+    }
+}
+
+fn paper_value(dataset: &str, model: &str) -> Option<f64> {
+    paper_fidelity(dataset).map(|(mlp, lr)| if model == "lr" { lr } else { mlp })
+}
+
+/// The project's quality goals for CEnt that `s` misses, as short phrases.
+pub fn missed_goals(s: &Summary, dataset: &str, model: &str) -> Vec<String> {
+    let mut missed = Vec::new();
+    if s.flip_rate < 0.99 {
+        missed.push(format!("flip rate {:.2} < 0.99", s.flip_rate));
+    }
+    if s.immutable_violation_rate > 0.0 || s.semi_immutable_violation_rate > 0.0 {
+        missed.push("constraint violations".to_string());
+    }
+    if s.redundancy > 0.2 {
+        missed.push(format!("redundancy {:.2} > 0.2", s.redundancy));
+    }
+    if let (Some(f), Some(p)) = (s.fidelity, paper_value(dataset, model))
+        && f < p
+    {
+        missed.push(format!("fidelity {f:.3} < paper {p:.3}"));
+    }
+    if s.ynn < 0.8 {
+        missed.push(format!("yNN {:.2} < 0.8", s.ynn));
+    }
+    missed
+}
+
+/// A markdown table of method summaries.
+pub fn summary_table(results: &[MethodResult]) -> String {
+    let mut out = String::from(
+        "| method | found | flip rate | l0 | l1 | l2 | linf | latent | redundancy | immutable viol. | semi-immutable viol. | yNN | latency ms (mean / median) | fidelity |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        let s = &r.summary;
+        let fidelity = s.fidelity.map_or_else(|| "–".to_string(), |f| format!("{f:.3}"));
+        let _ = writeln!(
+            out,
+            "| {} | {}/{} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} / {:.1} | {} |",
+            s.method.name(),
+            s.found,
+            s.factuals,
+            s.flip_rate,
+            s.l0,
+            s.l1,
+            s.l2,
+            s.linf,
+            s.latent,
+            s.redundancy,
+            s.immutable_violation_rate,
+            s.semi_immutable_violation_rate,
+            s.ynn,
+            s.latency_ms_mean,
+            s.latency_ms_median,
+            fidelity
+        );
+    }
+    out
+}
+
+/// The headline table: CEnt on every pair, against the quality goals and the paper.
+fn headline(pairs: &[PairReport]) -> String {
+    let mut out = String::from(
+        "| dataset | model | test acc. | flip rate | l0 | l1 | yNN | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | goals missed |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for p in pairs {
+        let Some(r) = p.results.iter().find(|r| r.summary.method == MethodKind::Cent) else { continue };
+        let s = &r.summary;
+        let paper = paper_value(&p.dataset, &p.model).map_or_else(|| "–".into(), |v| format!("{v:.3}"));
+        let fidelity = s.fidelity.map_or_else(|| "–".into(), |f| format!("{f:.3}"));
+        let missed = missed_goals(s, &p.dataset, &p.model);
+        let missed = if missed.is_empty() { "none".to_string() } else { missed.join("; ") };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.3} | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {missed} |",
+            p.dataset,
+            p.model,
+            p.accuracy,
+            s.flip_rate,
+            s.l0,
+            s.l1,
+            s.ynn,
+            s.redundancy,
+            s.immutable_violation_rate,
+            s.semi_immutable_violation_rate,
+            s.latency_ms_mean
+        );
+    }
+    out
+}
+
+/// The full markdown report of `cent evaluate --all`.
+pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Evaluation results\n");
+    let _ = writeln!(out, "Regenerate with:\n\n```sh\n{}\n```\n", meta.command);
+    let _ = writeln!(
+        out,
+        "{} factuals per dataset × model pair drawn from the test split (seed {}), both predicted classes \
+         alternating; target = the other class. Constraints: each schema's defaults. Whole run: {:.0} s wall, \
+         including loading and any training.\n",
+        meta.factuals, meta.seed, meta.total_seconds
+    );
+    let _ = writeln!(out, "## CEnt on every pair\n\n{}", headline(pairs));
+    let _ = writeln!(out, "## Every method, per pair\n");
+    for p in pairs {
+        let _ = writeln!(
+            out,
+            "### {} × {}\n\nTest accuracy {:.3}; setup {:.1} s, pool and reference {:.1} s, methods {:.1} s.\n\n{}",
+            p.dataset,
+            p.model,
+            p.accuracy,
+            p.setup_seconds,
+            p.prepare_seconds,
+            p.run_seconds,
+            summary_table(&p.results)
+        );
+    }
+    if !meta.plots.is_empty() {
+        let _ = writeln!(out, "## Distributions over all pairs\n");
+        for (path, caption) in &meta.plots {
+            let _ = writeln!(out, "![{caption}]({path})\n");
+        }
+    }
+    out.push_str(DEFINITIONS);
+    out
+}
+
+/// How every column is defined (kept next to the code that computes it).
+const DEFINITIONS: &str = "## Definitions\n\n\
+- **found**: factuals for which the method returned a counterfactual. Every method's output is re-verified with the \
+model and the core's constraint check before it counts as found; a factual without one counts as not flipped.\n\
+- **flip rate**: share of *all* factuals whose counterfactual the model assigns to the target class (re-checked).\n\
+- **l0**: changed logical features (a one-hot group counts once). **l1**, **l2** (not squared), **linf**: distances over \
+the *encoded* columns (min-max scaled numbers in [0, 1], binary 0/1, one-hot columns as they are: switching a category \
+adds 2 to l1, √2 to l2, 1 to linf).\n\
+- **latent**: Euclidean distance between the VAE means of the factual and the counterfactual (the VAE CEnt uses).\n\
+- **redundancy**: changed features that can each, alone, be set back to the factual's value while the model still \
+predicts the target; mean count per counterfactual.\n\
+- **immutable / semi-immutable viol.**: share of counterfactuals whose decoded values change an immutable feature / move \
+a one-direction feature the wrong way or make a forbidden category transition.\n\
+- **yNN**: share of the 5 nearest dataset rows (training + test, encoded, Euclidean) of the counterfactual that the model \
+assigns to the target class.\n\
+- **latency**: wall time of one method call for one factual; training and encoding the pool are excluded.\n\
+- **fidelity** (CEnt only): accuracy of the local surrogate tree against the model on held-out latent neighbours \
+(20 %), mean over factuals.\n\
+- Distances, redundancy, violation rates, yNN and fidelity are means over the found counterfactuals.\n";
+
+/// Header of [`csv_rows`].
+pub const CSV_HEADER: &str = "dataset,model,method,test_row,fact_class,target_class,found,flipped,latency_ms,l0,l1,l2,\
+linf,latent,redundancy,immutable_violation,semi_immutable_violation,feasible,ynn,fidelity,reason";
+
+/// One CSV line per factual (no header); absent values are empty fields.
+pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) -> String {
+    let mut out = String::new();
+    for r in rows {
+        let m = r.measures.as_ref();
+        let num = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v}"));
+        let flag = |v: Option<bool>| v.map_or_else(String::new, |b| b.to_string());
+        let reason = r.reason.as_deref().unwrap_or("").replace('"', "'");
+        let _ = writeln!(
+            out,
+            "{dataset},{model},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},\"{reason}\"",
+            method.name(),
+            r.test_row,
+            r.fact_class,
+            r.target_class,
+            r.found,
+            r.flipped,
+            r.latency_ms,
+            m.map_or_else(String::new, |m| m.l0.to_string()),
+            num(m.map(|m| m.l1)),
+            num(m.map(|m| m.l2)),
+            num(m.map(|m| m.linf)),
+            num(m.map(|m| m.latent)),
+            m.map_or_else(String::new, |m| m.redundancy.to_string()),
+            flag(m.map(|m| m.violations.immutable)),
+            flag(m.map(|m| m.violations.semi_immutable)),
+            flag(m.map(|m| m.feasible)),
+            num(m.map(|m| m.ynn)),
+            num(r.fidelity),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::summarize;
+    use super::*;
+    use crate::metrics::{Measures, Violations};
+
+    fn found_row(l1: f64) -> Row {
+        let m = Measures {
+            flipped: true,
+            l0: 2,
+            l1,
+            l2: 1.0,
+            linf: 0.5,
+            latent: 0.25,
+            redundancy: 0,
+            violations: Violations::default(),
+            feasible: true,
+            ynn: 1.0,
+        };
+        Row {
+            test_row: 4,
+            fact_class: 0,
+            target_class: 1,
+            found: true,
+            flipped: true,
+            latency_ms: 2.5,
+            measures: Some(m),
+            fidelity: Some(0.99),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn test_goals_name_what_is_missed() {
+        let mut s = summarize(MethodKind::Cent, &[found_row(1.0)]);
+        assert!(missed_goals(&s, "adult", "lr").is_empty());
+        s.fidelity = Some(0.9);
+        s.ynn = 0.5;
+        let missed = missed_goals(&s, "adult", "lr");
+        assert_eq!(missed, vec!["fidelity 0.900 < paper 0.957".to_string(), "yNN 0.50 < 0.8".to_string()]);
+    }
+
+    #[test]
+    fn test_csv_has_one_line_per_row_with_the_header_width() {
+        let mut failed = found_row(0.0);
+        (failed.found, failed.flipped, failed.measures, failed.fidelity) = (false, false, None, None);
+        failed.reason = Some("no \"luck\"".into());
+        let text = csv_rows("adult", "lr", MethodKind::Gs, &[found_row(1.5), failed]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        let width = CSV_HEADER.split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == width), "{text}");
+        assert!(lines[0].starts_with("adult,lr,gs,4,0,1,true,true,2.500,2,1.5,"), "{}", lines[0]);
+        assert!(lines[1].ends_with(",,\"no 'luck'\""), "{}", lines[1]);
+    }
+
+    #[test]
+    fn test_markdown_has_the_headline_and_every_pair() {
+        let result = MethodResult { summary: summarize(MethodKind::Cent, &[found_row(1.0)]), rows: vec![] };
+        let pair = PairReport {
+            dataset: "compas".into(),
+            model: "mlp".into(),
+            accuracy: 0.7,
+            setup_seconds: 1.0,
+            prepare_seconds: 0.5,
+            run_seconds: 2.0,
+            results: vec![result],
+        };
+        let meta = Meta {
+            command: "cent evaluate --all".into(),
+            factuals: 1,
+            seed: 1,
+            total_seconds: 3.0,
+            plots: vec![("plots/l1.svg".into(), "l1".into())],
+        };
+        let md = markdown(&[pair], &meta);
+        assert!(md.contains("| compas | mlp | 0.700 | 1.00 |"), "{md}");
+        assert!(md.contains("0.990 (0.965)") && md.contains("### compas × mlp") && md.contains("![l1](plots/l1.svg)"));
+    }
+}

@@ -1,0 +1,321 @@
+//! Bring-your-own model: an ONNX classifier served by `tract` (pure Rust) behind
+//! [`BlackBox`] (design §7).
+//!
+//! The model takes one `float32` input of shape `[batch, n_cols]` whose columns follow the
+//! schema's encoded column order (`Encoding::column_names`), and must have one output holding
+//! class probabilities, `float32` of shape `[batch, classes]`. That output is found by name (the
+//! first output whose name contains `prob`, as skl2onnx's `probabilities` /
+//! `output_probability`) or else by shape (the one float output of rank 2 with `classes`
+//! columns); other outputs (labels) are dropped from the plan, and so is whatever computes only
+//! them. The model is probed once at load: its rows must sum to 1.
+//!
+//! Operator coverage: standard ONNX operators as far as tract implements them (`Gemm`,
+//! `MatMul`, `Add`, `Relu`, `Sigmoid`, `Softmax`, …) and, of the `ai.onnx.ml` domain,
+//! `LinearClassifier`, `Normalizer` and `ArrayFeatureExtractor`. tract has no `ZipMap` (its
+//! output is a sequence of maps, not a tensor): export scikit-learn models with skl2onnx
+//! `options={"zipmap": False}` (or `to_onnx(..., options={id(model): {"zipmap": False}})`).
+
+use crate::blackbox::BlackBox;
+use std::path::{Path, PathBuf};
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::infer::Factoid;
+use tract_onnx::tract_hir::internal::DimLike;
+
+/// Why an ONNX model cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OnnxError {
+    #[error("cannot read the ONNX model {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not a model tract can load: {message}{hint}")]
+    Parse { path: PathBuf, message: String, hint: &'static str },
+    #[error(
+        "{path}: no probability output: expected an output named `*prob*` or one float output of shape \
+         [batch, {classes}]; outputs: {outputs}"
+    )]
+    NoProbabilities { path: PathBuf, classes: usize, outputs: String },
+    #[error("{path}: the model takes {found} input(s); cent passes exactly one [batch, {n_cols}] float tensor")]
+    Inputs { path: PathBuf, found: usize, n_cols: usize },
+    #[error("{path}: the model cannot run on [batch, {n_cols}] float rows (the dataset's encoded width): {message}")]
+    Shape { path: PathBuf, n_cols: usize, message: String },
+    #[error("{path}: output `{output}` gives {found} values per row, the dataset has {classes} classes")]
+    Classes { path: PathBuf, output: String, found: usize, classes: usize },
+    #[error(
+        "{path}: output `{output}` is not a probability vector (a row sums to {sum}); end the graph with a \
+         Softmax (or a LinearClassifier post_transform)"
+    )]
+    NotProbabilities { path: PathBuf, output: String, sum: f32 },
+}
+
+/// Advice appended to load errors that name an operator tract lacks.
+const ZIPMAP_HINT: &str = "; scikit-learn exports: pass options={\"zipmap\": False} to skl2onnx so that the \
+                           probabilities are a plain tensor (tract has no ZipMap)";
+
+/// A loaded ONNX classifier.
+pub struct OnnxModel {
+    plan: std::sync::Arc<TypedRunnableModel>,
+    path: PathBuf,
+    output: String,
+    inputs: usize,
+    classes: usize,
+}
+
+impl std::fmt::Debug for OnnxModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnnxModel")
+            .field("path", &self.path)
+            .field("output", &self.output)
+            .field("inputs", &self.inputs)
+            .field("classes", &self.classes)
+            .finish()
+    }
+}
+
+impl OnnxModel {
+    /// Loads `path` for rows of `n_cols` encoded columns and `classes` classes, and probes it
+    /// once on a row of zeros.
+    ///
+    /// # Errors
+    /// [`OnnxError`] naming the file and what does not match: unreadable, unsupported
+    /// operator (with the skl2onnx advice), input count or width, no probability output, class
+    /// count, rows that do not sum to 1.
+    pub fn load(path: &Path, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
+        let bytes = std::fs::read(path).map_err(|source| OnnxError::Read { path: path.to_path_buf(), source })?;
+        let parse = |e: TractError| OnnxError::Parse { path: path.to_path_buf(), message: chain(&e), hint: hint(&e) };
+        let mut model = tract_onnx::onnx().model_for_read(&mut bytes.as_slice()).map_err(parse)?;
+        if model.inputs.len() != 1 {
+            return Err(OnnxError::Inputs { path: path.to_path_buf(), found: model.inputs.len(), n_cols });
+        }
+        let output = probability_output(&model, classes).ok_or_else(|| OnnxError::NoProbabilities {
+            path: path.into(),
+            classes,
+            outputs: outputs(&model),
+        })?;
+        let shape = |e: TractError| OnnxError::Shape { path: path.to_path_buf(), n_cols, message: chain(&e) };
+        if let Some(declared) = declared_width(&model).filter(|&w| w != n_cols) {
+            let message = format!("its input is declared with {declared} columns");
+            return Err(OnnxError::Shape { path: path.to_path_buf(), n_cols, message });
+        }
+        model.select_output_outlets(&[output.0]).map_err(parse)?;
+        let batch = model.symbols.sym("batch");
+        let fact = InferenceFact::dt_shape(f32::datum_type(), tvec!(batch.to_dim(), n_cols.to_dim()));
+        model.set_input_fact(0, fact).map_err(shape)?;
+        let plan = model.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| {
+            let hint = hint(&e);
+            if hint.is_empty() { shape(e) } else { parse(e) }
+        })?;
+        let loaded = OnnxModel { plan, path: path.to_path_buf(), output: output.1, inputs: n_cols, classes };
+        loaded.probe()?;
+        Ok(loaded)
+    }
+
+    /// Name of the output read as probabilities.
+    pub fn output_name(&self) -> &str {
+        &self.output
+    }
+
+    /// Runs a zero row and a row of halves; checks the width and that each row sums to 1.
+    fn probe(&self) -> Result<(), OnnxError> {
+        let mut rows = vec![0.0f32; self.inputs];
+        rows.extend(std::iter::repeat_n(0.5f32, self.inputs));
+        let shape = |message: String| OnnxError::Shape { path: self.path.clone(), n_cols: self.inputs, message };
+        // tract asserts (panics) on some shape mismatches it does not catch while planning; a
+        // model file is user input, so the probe turns that into an error.
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(&rows)))
+            .map_err(|_| shape("the runtime failed on a probe batch".into()))?
+            .map_err(|e| shape(chain(&e)))?;
+        if out.len() != 2 * self.classes {
+            let found = out.len() / 2;
+            let (path, output, classes) = (self.path.clone(), self.output.clone(), self.classes);
+            return Err(OnnxError::Classes { path, output, found, classes });
+        }
+        for row in out.chunks_exact(self.classes) {
+            let sum: f32 = row.iter().sum();
+            // NaN sums fail the first test too.
+            let sums_to_one = (sum - 1.0).abs() < 1e-3;
+            if !sums_to_one || row.iter().any(|p| !(0.0..=1.0).contains(p)) {
+                return Err(OnnxError::NotProbabilities { path: self.path.clone(), output: self.output.clone(), sum });
+            }
+        }
+        Ok(())
+    }
+
+    /// One run of the plan on row-major `rows`.
+    fn run(&self, rows: &[f32]) -> TractResult<Vec<f32>> {
+        let n = rows.len() / self.inputs.max(1);
+        let input = Tensor::from_shape(&[n, self.inputs], rows)?;
+        let result = self.plan.run(tvec!(input.into()))?;
+        let first = result.first().ok_or_else(|| TractError::msg("the model returned no output"))?;
+        let view = first.cast_to::<f32>()?;
+        Ok(view.to_plain_array_view::<f32>()?.iter().copied().collect())
+    }
+}
+
+impl BlackBox for OnnxModel {
+    fn classes(&self) -> usize {
+        self.classes
+    }
+
+    fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// # Panics
+    /// If tract fails on a batch of the validated shape (the model was probed at load, so this
+    /// is a runtime fault, not an input error).
+    fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        match self.run(rows) {
+            Ok(p) => p,
+            Err(e) => {
+                panic!("ONNX model {} failed on a batch it was validated for: {}", self.path.display(), chain(&e))
+            }
+        }
+    }
+}
+
+/// The output to read: the first whose name contains `prob`, else the only float output of
+/// rank 2 with `classes` columns.
+fn probability_output(model: &InferenceModel, classes: usize) -> Option<(OutletId, String)> {
+    let named: Vec<(OutletId, String)> = model
+        .outputs
+        .iter()
+        .map(|&o| (o, model.outlet_label(o).map_or_else(|| node_name(model, o), str::to_string)))
+        .collect();
+    if let Some(hit) = named.iter().find(|(_, name)| name.to_ascii_lowercase().contains("prob")) {
+        return Some(hit.clone());
+    }
+    let fits = |o: OutletId| {
+        model.outlet_fact(o).is_ok_and(|f| {
+            let float = f.datum_type.concretize().is_none_or(|t| t.is_float());
+            let shape = f.shape.concretize();
+            let cols = shape.as_ref().and_then(|s| s.get(1)).and_then(|d| d.to_usize().ok());
+            float && shape.as_ref().is_none_or(|s| s.len() == 2) && cols.is_none_or(|c| c == classes)
+        })
+    };
+    let candidates: Vec<&(OutletId, String)> = named.iter().filter(|(o, _)| fits(*o)).collect();
+    match candidates.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
+    }
+}
+
+/// The input's declared number of columns, when the file fixes it (`[batch, n]`).
+fn declared_width(model: &InferenceModel) -> Option<usize> {
+    let fact = model.input_fact(0).ok()?;
+    let dims: Vec<_> = fact.shape.dims().collect();
+    match dims.as_slice() {
+        [_, cols] => cols.concretize().and_then(|d| d.to_usize().ok()),
+        _ => None,
+    }
+}
+
+fn node_name(model: &InferenceModel, o: OutletId) -> String {
+    model.node(o.node).name.clone()
+}
+
+/// The outputs' names, for error messages.
+fn outputs(model: &InferenceModel) -> String {
+    let names: Vec<String> = model
+        .outputs
+        .iter()
+        .map(|&o| model.outlet_label(o).map_or_else(|| node_name(model, o), str::to_string))
+        .collect();
+    names.join(", ")
+}
+
+/// The whole error chain of a tract error on one line.
+fn chain(e: &TractError) -> String {
+    e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ")
+}
+
+/// The skl2onnx advice when the error is about ZipMap (or another unknown ml operator).
+fn hint(e: &TractError) -> &'static str {
+    let text = format!("{e:?}");
+    if text.contains("ZipMap") || text.contains("ai.onnx.ml") { ZIPMAP_HINT } else { "" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackbox::Model;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/onnx").join(name)
+    }
+
+    fn close(a: &[f32], b: &[f32], eps: f32) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(p, q)| (p - q).abs() <= eps)
+    }
+
+    #[test]
+    fn test_committed_adult_mlp_matches_the_builtin_weights_on_test_rows() {
+        let builtin = Model::load(&fixture("adult-mlp.json")).expect("committed weights load");
+        let onnx = OnnxModel::load(&fixture("adult-mlp.onnx"), 47, 2).expect("committed model loads");
+        assert_eq!(onnx.output_name(), "probabilities");
+        let table = crate::data::load_adult().expect("embedded Adult");
+        let prepared = crate::data::prepare(table, crate::data::TEST_FRACTION, 1).expect("prepares");
+        let rows = &prepared.test.data[..500 * 47];
+        let (a, b) = (onnx.predict_proba(rows), builtin.predict_proba(rows));
+        assert!(close(&a, &b, 1e-5), "ONNX and built-in probabilities differ");
+        assert_eq!(onnx.predict(rows), builtin.predict(rows));
+    }
+
+    #[test]
+    fn test_width_and_class_mismatches_are_clear_errors() {
+        let err = OnnxModel::load(&fixture("adult-mlp.onnx"), 46, 2).expect_err("46 columns do not fit");
+        assert!(matches!(err, OnnxError::Shape { n_cols: 46, .. }), "{err}");
+        assert!(err.to_string().contains("adult-mlp.onnx"), "{err}");
+        let err = OnnxModel::load(&fixture("adult-mlp.onnx"), 47, 3).expect_err("3 classes do not fit");
+        assert!(matches!(err, OnnxError::Classes { found: 2, classes: 3, .. }), "{err}");
+    }
+
+    #[test]
+    fn test_declared_input_width_is_checked_before_running() {
+        let err = OnnxModel::load(&fixture("skl-lr.onnx"), 47, 2).expect_err("a 5-column model");
+        assert!(err.to_string().contains("declared with 5 columns"), "{err}");
+    }
+
+    #[test]
+    fn test_unreadable_and_garbage_files() {
+        let err = OnnxModel::load(&fixture("missing.onnx"), 47, 2).expect_err("no file");
+        assert!(matches!(err, OnnxError::Read { .. }), "{err}");
+        let err = OnnxModel::load(&fixture("skl-expected.json"), 5, 2).expect_err("not ONNX");
+        assert!(matches!(err, OnnxError::Parse { .. }), "{err}");
+    }
+
+    /// The probabilities scikit-learn computed for the fixtures' rows.
+    fn expected() -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let text = std::fs::read_to_string(fixture("skl-expected.json")).expect("fixture");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let flat = |key: &str| -> Vec<f32> {
+            v[key]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .flat_map(|r| r.as_array().expect("row").clone())
+                .map(|x| x.as_f64().expect("number") as f32)
+                .collect()
+        };
+        (flat("rows"), flat("lr"), flat("mlp"))
+    }
+
+    #[test]
+    fn test_skl2onnx_exports_without_zipmap_load_and_match_sklearn() {
+        let (rows, lr, mlp) = expected();
+        let model = OnnxModel::load(&fixture("skl-lr.onnx"), 5, 2).expect("LinearClassifier export loads");
+        assert_eq!(model.output_name(), "probabilities");
+        assert!(close(&model.predict_proba(&rows), &lr, 1e-5));
+        let model = OnnxModel::load(&fixture("skl-mlp.onnx"), 5, 2).expect("MLP export loads");
+        assert!(close(&model.predict_proba(&rows), &mlp, 1e-5));
+    }
+
+    #[test]
+    fn test_skl2onnx_zipmap_export_names_the_export_option() {
+        let err = OnnxModel::load(&fixture("skl-lr-zipmap.onnx"), 5, 2).expect_err("tract has no ZipMap");
+        let text = err.to_string();
+        assert!(text.contains("\"zipmap\": False"), "{text}");
+    }
+}
