@@ -213,6 +213,7 @@ fn render(pair: &PairReport, args: &EvaluateArgs) -> Result<String> {
 /// `--all`: every built-in dataset × {lr, mlp} × method, then the report and plots.
 fn all(args: &EvaluateArgs) -> Result<ExitCode> {
     let start = Instant::now();
+    let machine = machine();
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("docs"));
     let mut pairs = Vec::new();
     for dataset in cent_host::data::DATASETS {
@@ -242,12 +243,24 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
         factuals: args.factuals,
         seed: args.data.seed,
         total_seconds: start.elapsed().as_secs_f64(),
+        machine,
         plots: plots.into_iter().map(|(file, caption)| (format!("plots/{file}"), caption)).collect(),
     };
     let path = out.join("results.md");
     write(&path, &report::markdown(&pairs, &meta))?;
     println!("wrote {} and {} plots in {:.0} s", path.display(), meta.plots.len(), meta.total_seconds);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Logical cores and, where the system tells, the load average when the run started.
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let load =
+        std::fs::read_to_string("/proc/loadavg").ok().and_then(|t| t.split_whitespace().next().map(str::to_string));
+    match load {
+        Some(l) => format!("{cores} logical cores, 1-minute load average {l} at the start"),
+        None => format!("{cores} logical cores"),
+    }
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

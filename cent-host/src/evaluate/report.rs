@@ -28,6 +28,8 @@ pub struct Meta {
     pub factuals: usize,
     pub seed: u64,
     pub total_seconds: f64,
+    /// The machine that ran it (cores, load), since latencies are wall-clock.
+    pub machine: String,
     /// Relative paths of the plot files, with a caption each.
     pub plots: Vec<(String, String)>,
 }
@@ -144,8 +146,8 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
         out,
         "{} factuals per dataset × model pair drawn from the test split (seed {}), both predicted classes \
          alternating; target = the other class. Constraints: each schema's defaults. Whole run: {:.0} s wall, \
-         including loading and any training.\n",
-        meta.factuals, meta.seed, meta.total_seconds
+         including loading and any training. Latencies are wall-clock on the machine that ran it: {}.\n",
+        meta.factuals, meta.seed, meta.total_seconds, meta.machine
     );
     let _ = writeln!(out, "## CEnt on every pair\n\n{}", headline(pairs));
     let _ = writeln!(out, "## Every method, per pair\n");
@@ -303,6 +305,7 @@ mod tests {
             factuals: 1,
             seed: 1,
             total_seconds: 3.0,
+            machine: "2 cores".into(),
             plots: vec![("plots/l1.svg".into(), "l1".into())],
         };
         let md = markdown(&[pair], &meta);
