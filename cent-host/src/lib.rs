@@ -2,18 +2,18 @@
 //! entropy surrogate trees, per-query explanations, atlas export and validation.
 
 pub mod artifacts;
+pub mod baselines;
 pub mod blackbox;
 pub mod data;
+pub mod evaluate;
 pub mod explain;
+pub mod images;
 pub mod layers;
+pub mod metrics;
 pub mod neighbors;
+pub mod onnx;
 pub mod quantize;
 pub mod surrogate;
+pub mod text;
 pub mod train;
 pub mod vae;
-pub mod text;
-pub mod images;
-pub mod metrics;
-pub mod baselines;
-pub mod evaluate;
-pub mod onnx;

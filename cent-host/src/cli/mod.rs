@@ -2,9 +2,9 @@
 
 mod evaluate_cmd;
 mod explain_cmd;
+mod images_cmd;
 mod query;
 mod text_cmd;
-mod images_cmd;
 
 use anyhow::Result;
 use cent_host::artifacts::{Setup, Source};
