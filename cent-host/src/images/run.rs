@@ -155,6 +155,9 @@ pub fn run(
     Ok(summary)
 }
 
+/// An original image and its counterfactual.
+type Pair = (Vec<f32>, Vec<f32>);
+
 /// Explains the first `count` test images; returns per-image results and the flipped
 /// `(original, counterfactual)` pairs for the grid.
 fn explain_all(
@@ -164,7 +167,7 @@ fn explain_all(
     test: &ImageSet,
     count: usize,
     names: &[String; 2],
-) -> (Vec<ImageResult>, Vec<(Vec<f32>, Vec<f32>)>) {
+) -> (Vec<ImageResult>, Vec<Pair>) {
     let mut results = Vec::new();
     let mut pairs = Vec::new();
     for i in 0..count.min(test.len()) {
