@@ -417,6 +417,8 @@ mod tests {
         assert_eq!(found["violations"]["immutable"], serde_json::json!(false));
         assert_eq!(found["fidelity"], serde_json::json!(0.95));
         assert!(found.get("reason").is_none());
+        let text = serde_json::to_string(&row(Some(measures(1.5, 1, false)), 3.0, None)).expect("serializes");
+        assert_eq!(text.matches("\"flipped\"").count(), 1, "one flipped key: {text}");
         let missing = serde_json::to_value(row(None, 3.0, None)).expect("serializes");
         assert!(missing.get("l1").is_none() && missing.get("fidelity").is_none(), "{missing}");
         let summary = serde_json::to_value(summarize(MethodKind::Face, &[])).expect("serializes");

@@ -177,7 +177,9 @@ pub const YNN_K: usize = 5;
 /// Every metric of one found counterfactual.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Measures {
-    /// The model assigns `x'` to the target class.
+    /// The model assigns `x'` to the target class. Not serialized: the evaluation's rows carry
+    /// it next to `found`.
+    #[serde(skip_serializing)]
     pub flipped: bool,
     pub l0: usize,
     pub l1: f64,
