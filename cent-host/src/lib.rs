@@ -2,11 +2,13 @@
 //! entropy surrogate trees, per-query explanations, atlas export and validation.
 
 pub mod artifacts;
+pub mod atlas;
 pub mod baselines;
 pub mod blackbox;
 pub mod data;
 pub mod evaluate;
 pub mod explain;
+pub mod export;
 pub mod images;
 pub mod layers;
 pub mod metrics;
@@ -16,4 +18,5 @@ pub mod quantize;
 pub mod surrogate;
 pub mod text;
 pub mod train;
+pub mod validate;
 pub mod vae;

@@ -2,6 +2,7 @@
 
 mod evaluate_cmd;
 mod explain_cmd;
+mod export_cmd;
 mod images_cmd;
 mod query;
 mod text_cmd;
@@ -63,6 +64,16 @@ enum Command {
     ///   cent evaluate --dataset adult --model lr --factuals 100 --method cent,gs --format json
     ///   cent evaluate --all --out docs
     Evaluate(evaluate_cmd::EvaluateArgs),
+    /// Build the recourse atlas and write the device bundle (see README, "On-device recourse").
+    ///
+    /// Example: cent export --dataset adult --model mlp --anchors 32 --out adult.cent
+    Export(export_cmd::ExportArgs),
+    /// Check a bundle: quantized vs full precision, and the atlas vs per-query CEnt.
+    ///
+    /// Examples:
+    ///   cent validate --bundle adult.cent --dataset adult --model mlp
+    ///   cent validate --all --model mlp --format json
+    Validate(export_cmd::ValidateArgs),
 }
 
 /// Which dataset and model.
@@ -143,6 +154,8 @@ pub fn run() -> Result<ExitCode> {
         Command::Text(args) => text_cmd::run(&args),
         Command::Images(args) => images_cmd::run(&args),
         Command::Evaluate(args) => evaluate_cmd::run(&args),
+        Command::Export(args) => export_cmd::export(&args),
+        Command::Validate(args) => export_cmd::validate(&args),
     }
 }
 

@@ -1,0 +1,241 @@
+//! `cent export` (build the recourse atlas, write the device bundle) and `cent validate`
+//! (quantized vs full precision, atlas vs per-query CEnt).
+
+use super::DataArgs;
+use super::explain_cmd::Format;
+use anyhow::{Context, Result, bail};
+use cent_host::artifacts::Artifacts;
+use cent_host::atlas::AtlasParams;
+use cent_host::export::{self, Export};
+use cent_host::surrogate::TreeParams;
+use cent_host::validate::{self, PathStats, Report, Settings};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The datasets `cent validate --all` covers.
+const ALL: [&str; 4] = ["adult", "compas", "credit", "heloc"];
+
+/// How the atlas is built.
+#[derive(Debug, Clone, Args)]
+pub struct AtlasArgs {
+    /// Anchors (one tree each) in the atlas, shared evenly by the classes; at most 64.
+    #[arg(long, default_value_t = AtlasParams::default().anchors)]
+    pub anchors: usize,
+    /// Latent neighbours each anchor's tree is fitted on (k / classes of every class; capped
+    /// by the class sizes).
+    #[arg(long, default_value_t = AtlasParams::default().k)]
+    pub k: usize,
+    /// Node budget of each tree (12 bytes per node in the bundle; at most 255).
+    #[arg(long, default_value_t = AtlasParams::default().tree.max_nodes)]
+    pub max_nodes: usize,
+    /// Depth bound of each tree.
+    #[arg(long, default_value_t = AtlasParams::default().tree.max_depth)]
+    pub max_depth: usize,
+    /// Fewest neighbours in a leaf.
+    #[arg(long, default_value_t = AtlasParams::default().tree.min_leaf)]
+    pub min_leaf: usize,
+}
+
+impl AtlasArgs {
+    fn params(&self, seed: u64) -> AtlasParams {
+        let tree = TreeParams { max_depth: self.max_depth, min_leaf: self.min_leaf, max_nodes: self.max_nodes };
+        AtlasParams { anchors: self.anchors, k: self.k, tree, seed, ..AtlasParams::default() }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    #[command(flatten)]
+    pub atlas: AtlasArgs,
+    /// Where to write the bundle.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Also write the first N encoded test rows as queries for a firmware run (with --queries-out).
+    #[arg(long, requires = "queries_out")]
+    pub queries: Option<usize>,
+    /// File of the queries: f32 little-endian, row-major, one row per query.
+    #[arg(long, requires = "queries")]
+    pub queries_out: Option<PathBuf>,
+    /// File of the host's native result line per query, which the firmware must reproduce.
+    #[arg(long, requires = "queries")]
+    pub expected_out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// The bundle to check, exported from the same --dataset, --model and --seed.
+    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    pub bundle: Option<PathBuf>,
+    /// Validate adult, compas, credit and heloc in one run, each on a freshly exported
+    /// temporary bundle (built with the atlas options below; --dataset is ignored).
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub atlas: AtlasArgs,
+    /// Validate on a seeded sample of this many test rows; 0 = the whole test split.
+    #[arg(long, default_value_t = 1000)]
+    pub limit: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `cent export`.
+pub fn export(args: &ExportArgs) -> Result<ExitCode> {
+    built_in_only(&args.data)?;
+    let a = args.data.setup().load()?;
+    let e = export::export(&a, args.atlas.params(args.data.seed))?;
+    std::fs::write(&args.out, &e.bytes).with_context(|| format!("cannot write {}", args.out.display()))?;
+    print_export(&args.out, &e);
+    if let (Some(n), Some(path)) = (args.queries, &args.queries_out) {
+        write_queries(&a, &e.bytes, n, path, args.expected_out.as_deref())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bundle carries the built-in model (the device confirms with it); an ONNX black box
+/// has no device form yet.
+fn built_in_only(data: &DataArgs) -> Result<()> {
+    if let Some(path) = &data.onnx {
+        bail!(
+            "--onnx {}: bundles carry the built-in --model (lr or mlp); ONNX black boxes cannot be exported yet",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn print_export(path: &Path, e: &Export) {
+    let smallest = e.atlas.trees.iter().map(|t| t.nodes()).min().unwrap_or(0);
+    println!(
+        "wrote {}: {} anchors, trees of {smallest}..={} nodes, atlas fidelity {:.3} on the test split",
+        path.display(),
+        e.atlas.len(),
+        e.atlas.max_nodes(),
+        e.test_fidelity
+    );
+    for (part, bytes) in e.sizes.rows() {
+        println!("  {part:<10} {bytes:>7} B");
+    }
+}
+
+/// Writes the first `n` test rows as f32 LE, and optionally the native result lines.
+fn write_queries(a: &Artifacts, bundle: &[u8], n: usize, path: &Path, expected: Option<&Path>) -> Result<()> {
+    let test = &a.prepared.test;
+    let rows = n.min(test.n_rows());
+    let data = &test.data[..rows * a.prepared.encoding.n_cols()];
+    std::fs::write(path, export::query_bytes(data)).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote {}: {rows} queries of {} columns (f32 LE)", path.display(), a.prepared.encoding.n_cols());
+    if let Some(out) = expected {
+        let lines = validate::native_run(bundle, data)?;
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+        println!("wrote {}: the native result line of each query", out.display());
+    }
+    Ok(())
+}
+
+/// `cent validate`.
+pub fn validate(args: &ValidateArgs) -> Result<ExitCode> {
+    built_in_only(&args.data)?;
+    let limit = (args.limit > 0).then_some(args.limit);
+    let settings = Settings { limit, seed: args.data.seed };
+    let reports = match &args.bundle {
+        Some(path) => vec![validate_file(args, path, settings)?],
+        None => ALL.iter().map(|name| validate_fresh(args, name, settings)).collect::<Result<_>>()?,
+    };
+    match args.format {
+        Format::Json if reports.len() == 1 => println!("{}", serde_json::to_string_pretty(&reports[0])?),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&reports)?),
+        Format::Text => {
+            reports.iter().for_each(print_report);
+            if reports.len() > 1 {
+                print_table(&reports);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate_file(args: &ValidateArgs, path: &Path, settings: Settings) -> Result<Report> {
+    let bytes = validate::read_bundle(path)?;
+    let a = args.data.setup().load()?;
+    Ok(validate::validate(&bytes, &path.display().to_string(), &a, settings)?)
+}
+
+/// Exports `name` to a temporary bundle file, validates it and removes it.
+fn validate_fresh(args: &ValidateArgs, name: &str, settings: Settings) -> Result<Report> {
+    let data = DataArgs { dataset: name.to_string(), data: None, schema: None, ..args.data.clone() };
+    let a = data.setup().load()?;
+    let e = export::export(&a, args.atlas.params(settings.seed))?;
+    let path = std::env::temp_dir().join(format!("cent-validate-{name}-{}.cent", std::process::id()));
+    std::fs::write(&path, &e.bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    let result = validate::read_bundle(&path).map(|bytes| validate::validate(&bytes, name, &a, settings));
+    let _ = std::fs::remove_file(&path);
+    Ok(result??)
+}
+
+fn print_report(r: &Report) {
+    println!(
+        "{} ({}): {} bytes, {} anchors, trees of at most {} nodes; {} test queries",
+        r.bundle, r.name, r.bytes, r.anchors, r.max_tree_nodes, r.queries
+    );
+    let l = &r.latent;
+    println!(
+        "  latent, quantized vs f32: relative error mean {:.5}, p99 {:.5}, max {:.5}; cosine mean {:.6}, min {:.6}",
+        l.relative_mean, l.relative_p99, l.relative_max, l.cosine_mean, l.cosine_min
+    );
+    println!(
+        "  anchor agreement {:.2} %, fact agreement {:.2} %, identical counterfactuals {:.2} %, flip-rate gap {:.2} points",
+        r.anchor_agreement * 100.0,
+        r.fact_agreement * 100.0,
+        r.identical * 100.0,
+        r.flip_gap_points
+    );
+    println!(
+        "  {:<16} {:>7} {:>7} {:>6} {:>7} {:>7} {:>5} {:>5} {:>10}",
+        "", "found", "flip", "l0", "l2", "cost", "viol", "err", "us/query"
+    );
+    for (label, s) in [("atlas quantized", &r.quantized), ("atlas f32", &r.full_precision), ("per-query CEnt", &r.cent)]
+    {
+        print_stats(label, s);
+    }
+    println!();
+}
+
+fn print_stats(label: &str, s: &PathStats) {
+    println!(
+        "  {label:<16} {:>7.3} {:>7.3} {:>6.2} {:>7.3} {:>7.3} {:>5} {:>5} {:>10.1}",
+        s.found, s.flip_rate, s.l0, s.l2, s.cost, s.violations, s.errors, s.micros
+    );
+}
+
+/// One Markdown row per dataset (the README's table).
+fn print_table(reports: &[Report]) {
+    println!(
+        "| bundle | bytes | anchor agreement | identical | flip quantized | flip f32 | gap (points) | flip CEnt | l0 atlas / CEnt | cost atlas / CEnt |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in reports {
+        println!(
+            "| {} | {} | {:.2} % | {:.2} % | {:.3} | {:.3} | {:.2} | {:.3} | {:.2} / {:.2} | {:.3} / {:.3} |",
+            r.name,
+            r.bytes,
+            r.anchor_agreement * 100.0,
+            r.identical * 100.0,
+            r.quantized.flip_rate,
+            r.full_precision.flip_rate,
+            r.flip_gap_points,
+            r.cent.flip_rate,
+            r.quantized.l0,
+            r.cent.l0,
+            r.quantized.cost,
+            r.cent.cost
+        );
+    }
+}

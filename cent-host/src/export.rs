@@ -1,0 +1,274 @@
+//! Writing the device bundle (design §4): the schema, the quantized VAE encoder, the quantized
+//! black box (for the built-in LR/MLP), the atlas anchors (int16 in the encoder's output steps)
+//! and one tree per anchor, as one checksummed postcard file in `cent_nostd::bundle`'s format.
+//!
+//! Every bundle is re-loaded with [`Bundle::from_bytes`] before it is returned, so the exporter
+//! never hands out a file the device would reject.
+
+use crate::artifacts::Artifacts;
+use crate::atlas::{self, Atlas, AtlasError, AtlasParams, PoolData};
+use crate::blackbox::{BlackBox, ModelKind};
+use crate::quantize::{QuantizeError, QuantizedMlp, quantize_mlp};
+use cent_nostd::bundle::{self, Bundle, BundleError, LayerParts, MlpParts, Parts, SchemaParts};
+use cent_nostd::schema::Schema;
+use serde::Serialize;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    #[error("quantizing the {what}: {error}")]
+    Quantize { what: &'static str, error: QuantizeError },
+    #[error("building the atlas: {0}")]
+    Atlas(AtlasError),
+    #[error("the bundle does not fit the device format: {0}")]
+    Bundle(BundleError),
+    #[error("the bundle exceeds a device capacity: {0}")]
+    Capacity(&'static str),
+    #[error("encoding the bundle: {0}")]
+    Encode(String),
+}
+
+/// Bytes of each part of a bundle (postcard sizes, length prefixes included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sizes {
+    /// Magic, version, length and checksum.
+    pub header: usize,
+    /// The name and the latent size.
+    pub other: usize,
+    pub schema: usize,
+    pub encoder: usize,
+    pub classifier: usize,
+    pub anchors: usize,
+    pub trees: usize,
+    pub total: usize,
+}
+
+impl Sizes {
+    /// `(part, bytes)` rows in file order, total last.
+    pub fn rows(&self) -> [(&'static str, usize); 8] {
+        [
+            ("header", self.header),
+            ("name", self.other),
+            ("schema", self.schema),
+            ("encoder", self.encoder),
+            ("classifier", self.classifier),
+            ("anchors", self.anchors),
+            ("trees", self.trees),
+            ("total", self.total),
+        ]
+    }
+}
+
+/// An exported bundle and what went into it.
+#[derive(Debug, Clone)]
+pub struct Export {
+    pub bytes: Vec<u8>,
+    pub sizes: Sizes,
+    pub atlas: Atlas,
+    pub encoder: QuantizedMlp,
+    pub classifier: Option<QuantizedMlp>,
+    /// Share of test rows where the nearest anchor's tree agrees with the black box.
+    pub test_fidelity: f64,
+}
+
+/// The bundle's name for a dataset, model and seed (validation checks it against its data).
+pub fn bundle_name(dataset: &str, model: ModelKind, seed: u64) -> String {
+    let kind = match model {
+        ModelKind::Lr => "lr",
+        ModelKind::Mlp => "mlp",
+    };
+    format!("{dataset} {kind} seed={seed}")
+}
+
+/// Builds the atlas of `a` (pool = training split, labelled by `a.model`), quantizes the
+/// encoder and the model with the training rows as calibration, and writes the bundle.
+/// `params.seed` names the bundle and seeds k-means: pass the seed `a` was loaded with.
+///
+/// # Errors
+/// [`ExportError`] naming the step that failed.
+pub fn export(a: &Artifacts, params: AtlasParams) -> Result<Export, ExportError> {
+    let schema = a.prepared.encoding.to_core_schema();
+    let rows = &a.prepared.train.data;
+    let z = a.vae.encode(rows);
+    let labels = a.model.predict(rows);
+    let pool = PoolData { rows, z: &z, latent: a.vae.latent(), labels: &labels };
+    let atlas = atlas::build(pool, &schema, a.model.classes(), params).map_err(ExportError::Atlas)?;
+    let quantize = |what, mlp| quantize_mlp(mlp, rows).map_err(|error| ExportError::Quantize { what, error });
+    let encoder = quantize("VAE encoder", &a.vae.encoder)?;
+    let classifier = quantize("classifier", &a.model.mlp)?;
+    let name = bundle_name(&a.name, a.model.kind, params.seed);
+    let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas)?;
+    let test = &a.prepared.test.data;
+    let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &a.model.predict(test));
+    Ok(Export { bytes, sizes, atlas, encoder, classifier: Some(classifier), test_fidelity })
+}
+
+/// The bundle bytes of `a` (see [`export`]): what a firmware build embeds.
+///
+/// # Errors
+/// As [`export`].
+pub fn write_bundle(a: &Artifacts, params: AtlasParams) -> Result<Vec<u8>, ExportError> {
+    export(a, params).map(|e| e.bytes)
+}
+
+/// Writes the bundle of already-built parts, checks that the device loader accepts it, and
+/// measures its parts. `classifier` is `None` for a black box the device cannot carry.
+///
+/// # Errors
+/// [`ExportError::Capacity`] when a part exceeds the core's capacities, [`ExportError::Bundle`]
+/// when the loader rejects the result.
+pub fn assemble(
+    name: &str,
+    schema: &Schema,
+    encoder: &QuantizedMlp,
+    classifier: Option<&QuantizedMlp>,
+    atlas: &Atlas,
+) -> Result<(Vec<u8>, Sizes), ExportError> {
+    let anchors = atlas.anchor_bytes(encoder.output_scale);
+    let trees: Vec<&[u8]> = atlas.trees.iter().map(|t| t.bytes.as_slice()).collect();
+    let parts = Parts {
+        name,
+        schema: SchemaParts::of(schema),
+        encoder: mlp_parts(encoder)?,
+        classifier: classifier.map(mlp_parts).transpose()?,
+        latent: u8::try_from(atlas.latent).map_err(|_| ExportError::Capacity("latent size"))?,
+        anchors: &anchors,
+        trees: heapless::Vec::from_slice(&trees).map_err(|_| ExportError::Capacity("anchors"))?,
+    };
+    Bundle::from_parts(&parts).map_err(ExportError::Bundle)?;
+    let sizes = measure(&parts)?;
+    let mut bytes = vec![0u8; sizes.total];
+    let used = bundle::to_slice(&parts, &mut bytes).map_err(ExportError::Bundle)?;
+    bytes.truncate(used);
+    Bundle::from_bytes(&bytes).map_err(ExportError::Bundle)?;
+    Ok((bytes, sizes))
+}
+
+/// The wire form of a quantized MLP, borrowing its bytes.
+fn mlp_parts(m: &QuantizedMlp) -> Result<MlpParts<'_>, ExportError> {
+    let mut layers = heapless::Vec::new();
+    for l in &m.layers {
+        let p = LayerParts {
+            inputs: l.inputs,
+            outputs: l.outputs,
+            activation: l.activation,
+            weights: &l.weights,
+            bias: &l.bias,
+            multiplier: &l.multiplier,
+            shift: &l.shift,
+        };
+        layers.push(p).map_err(|_| ExportError::Capacity("layers"))?;
+    }
+    Ok(MlpParts { input_scale: m.input_scale, output_scale: m.output_scale, layers })
+}
+
+/// Postcard sizes of each field; they add up to the payload because postcard writes a struct
+/// as its fields in order, with no framing.
+fn measure(parts: &Parts<'_>) -> Result<Sizes, ExportError> {
+    fn size<T: Serialize + ?Sized>(v: &T) -> Result<usize, ExportError> {
+        postcard::to_allocvec(v).map(|b| b.len()).map_err(|e| ExportError::Encode(e.to_string()))
+    }
+    let mut s = Sizes {
+        header: bundle::HEADER_LEN,
+        other: size(parts.name)? + size(&parts.latent)?,
+        schema: size(&parts.schema)?,
+        encoder: size(&parts.encoder)?,
+        classifier: size(&parts.classifier)?,
+        anchors: size(parts.anchors)?,
+        trees: size(&parts.trees)?,
+        total: 0,
+    };
+    s.total = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees;
+    debug_assert_eq!(s.total - s.header, size(parts)?);
+    Ok(s)
+}
+
+/// Row-major f32 rows as little-endian bytes (the query file the firmware embeds).
+pub fn query_bytes(rows: &[f32]) -> Vec<u8> {
+    rows.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The inverse of [`query_bytes`]; `None` when the length is not a multiple of 4.
+pub fn read_queries(bytes: &[u8]) -> Option<Vec<f32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    Some(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::{Activation, Dense, Mlp};
+    use crate::surrogate::{self, TreeParams};
+    use cent_nostd::schema::Feature;
+
+    fn identity(n: usize) -> Mlp {
+        let mut weights = vec![0.0; n * n];
+        for i in 0..n {
+            weights[i * n + i] = 1.0;
+        }
+        Mlp {
+            layers: vec![Dense {
+                inputs: n,
+                outputs: n,
+                weights,
+                bias: vec![0.0; n],
+                activation: Activation::Identity,
+            }],
+        }
+    }
+
+    /// Two continuous features, latent = the features themselves, one tree "x0 > 0.5".
+    fn tiny() -> (Schema, QuantizedMlp, Atlas) {
+        let mut schema = Schema::new(2);
+        schema.push(Feature::continuous(0, 0.0, 1.0)).unwrap();
+        schema.push(Feature::continuous(1, 0.0, 1.0)).unwrap();
+        let rows: Vec<f32> = (0..20).flat_map(|i| [i as f32 / 19.0, 0.5]).collect();
+        let labels: Vec<usize> = (0..20).map(|i| usize::from(i >= 10)).collect();
+        let tree = surrogate::fit(&rows, 2, &labels, 2, &[true, true], TreeParams::default()).unwrap();
+        let encoder = quantize_mlp(&identity(2), &rows).unwrap();
+        let atlas = Atlas {
+            latent: 2,
+            anchors: vec![0.2, 0.5, 0.8, 0.5],
+            anchor_class: vec![0, 1],
+            trees: vec![tree.clone(), tree],
+        };
+        (schema, encoder, atlas)
+    }
+
+    #[test]
+    fn test_assemble_round_trips_and_sizes_add_up() {
+        let (schema, encoder, atlas) = tiny();
+        let (bytes, sizes) = assemble("tiny", &schema, &encoder, None, &atlas).unwrap();
+        assert_eq!(sizes.total, bytes.len());
+        assert_eq!(sizes.classifier, 1, "None is one byte");
+        assert_eq!(sizes.anchors, 1 + 2 * 2 * 2, "length prefix + 4 int16");
+        let b = Bundle::from_bytes(&bytes).unwrap();
+        assert_eq!((b.name, b.atlas.len(), b.atlas.latent()), ("tiny", 2, 2));
+        let step = encoder.output_scale;
+        assert!((b.atlas.anchor(1, 0) as f32 * step - 0.8).abs() <= step * 0.5 + 1e-6);
+    }
+
+    #[test]
+    fn test_assemble_rejects_a_latent_mismatch() {
+        let (schema, encoder, mut atlas) = tiny();
+        atlas.latent = 1;
+        atlas.anchors.truncate(2);
+        let err = assemble("tiny", &schema, &encoder, None, &atlas).unwrap_err();
+        assert!(matches!(err, ExportError::Bundle(BundleError::Mismatch)), "{err}");
+    }
+
+    #[test]
+    fn test_query_bytes_round_trip() {
+        let rows = [0.0f32, -1.5, 1e-7, 3.25];
+        assert_eq!(read_queries(&query_bytes(&rows)), Some(rows.to_vec()));
+        assert_eq!(read_queries(&[0, 0, 0]), None);
+    }
+
+    #[test]
+    fn test_bundle_name_names_dataset_model_and_seed() {
+        assert_eq!(bundle_name("adult", ModelKind::Mlp, 1), "adult mlp seed=1");
+    }
+}

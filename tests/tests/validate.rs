@@ -1,0 +1,178 @@
+//! The device bundle end to end on Adult (MLP): export, the size goal, quantized vs full
+//! precision, the canonical native run, and rejection of corrupted or mismatched bundles.
+//!
+//! Models come from the repository's cache (`data/cache`, or `$CENT_CACHE`), trained there on
+//! first use like every `cent` command does. Validation uses a seeded sample of test rows to keep
+//! the run short.
+
+use cent_host::artifacts::{Artifacts, Setup, Source};
+use cent_host::atlas::AtlasParams;
+use cent_host::blackbox::ModelKind;
+use cent_host::export::{self, Export};
+use cent_host::validate::{self, Report, Settings, ValidateError};
+use cent_nostd::bundle::{BundleError, HEADER_LEN};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const SEED: u64 = 1;
+/// Test rows validated (a seeded sample of Adult's 9,044).
+const LIMIT: usize = 300;
+
+fn cache() -> PathBuf {
+    match std::env::var_os("CENT_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("data").join("cache"),
+    }
+}
+
+fn adult() -> &'static Artifacts {
+    static A: OnceLock<Artifacts> = OnceLock::new();
+    A.get_or_init(|| {
+        let setup = Setup {
+            source: Source::Builtin("adult".into()),
+            model: ModelKind::Mlp,
+            cache: cache(),
+            seed: SEED,
+            progress: false,
+        };
+        setup.load().expect("adult artifacts load or train")
+    })
+}
+
+/// The shipped configuration: 32 anchors of trees of at most 63 nodes.
+fn bundle() -> &'static Export {
+    static E: OnceLock<Export> = OnceLock::new();
+    E.get_or_init(|| export::export(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }).expect("export"))
+}
+
+fn report() -> &'static Report {
+    static R: OnceLock<Report> = OnceLock::new();
+    R.get_or_init(|| {
+        let settings = Settings { limit: Some(LIMIT), seed: SEED };
+        validate::validate(&bundle().bytes, "adult.cent", adult(), settings).expect("validate")
+    })
+}
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn test_adult_mlp_bundle_fits_64_kb_and_sizes_add_up() {
+    let e = bundle();
+    let s = e.sizes;
+    assert_eq!(s.total, e.bytes.len());
+    assert_eq!(s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees, s.total);
+    assert!(s.total <= 64 * 1024, "bundle is {} bytes", s.total);
+    assert_eq!(e.atlas.len(), 32);
+    assert!(e.atlas.max_nodes() <= 63);
+    assert!(e.test_fidelity >= 0.9, "atlas fidelity {:.3}", e.test_fidelity);
+}
+
+#[test]
+fn test_export_is_deterministic() {
+    let again = export::write_bundle(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }).unwrap();
+    assert!(again == bundle().bytes, "same artifacts and seed give the same bytes");
+}
+
+/// Thresholds sit below what is measured on the 1000-row sample (anchor agreement 0.990, fact
+/// agreement 0.996, identical 0.94, gap 3.0 points, latent p99 0.017, cosine min 0.9997), with
+/// room for the smaller sample; the int8 classifier near the decision boundary is what keeps
+/// the gap and the identical rate from the design goals (0.5 points, 0.97).
+#[test]
+fn test_quantized_path_matches_full_precision() {
+    let r = report();
+    assert_eq!(r.queries, LIMIT);
+    assert!(r.anchor_agreement >= 0.98, "anchor agreement {:.4}", r.anchor_agreement);
+    assert!(r.fact_agreement >= 0.98, "fact agreement {:.4}", r.fact_agreement);
+    assert!(r.identical >= 0.9, "identical counterfactuals {:.4}", r.identical);
+    assert!(r.flip_gap_points <= 6.0, "flip-rate gap {:.2} points", r.flip_gap_points);
+    assert!(r.latent.relative_p99 <= 0.05, "latent relative error p99 {:.4}", r.latent.relative_p99);
+    assert!(r.latent.cosine_min >= 0.999, "latent cosine min {:.5}", r.latent.cosine_min);
+}
+
+#[test]
+fn test_atlas_flips_and_respects_constraints() {
+    let r = report();
+    for (path, s) in [("quantized", &r.quantized), ("full precision", &r.full_precision), ("cent", &r.cent)] {
+        assert_eq!(s.violations, 0, "{path}: constraint violations");
+        assert_eq!(s.errors, 0, "{path}: explain errors");
+    }
+    assert!(r.quantized.flip_rate >= 0.85, "atlas flip rate {:.3}", r.quantized.flip_rate);
+    assert!(r.full_precision.flip_rate >= 0.85, "atlas f32 flip rate {:.3}", r.full_precision.flip_rate);
+    assert!(r.cent.flip_rate >= 0.8, "per-query CEnt flip rate {:.3}", r.cent.flip_rate);
+    assert!(r.quantized.l0 >= 1.0 && r.quantized.cost > 0.0, "a flip changes something and costs something");
+}
+
+#[test]
+fn test_native_run_is_canonical_and_repeatable() {
+    let a = adult();
+    let cols = a.prepared.encoding.n_cols();
+    let queries = &a.prepared.test.data[..20 * cols];
+    let lines = validate::native_run(&bundle().bytes, queries).unwrap();
+    assert_eq!(lines.len(), 20);
+    assert_eq!(lines, validate::native_run(&bundle().bytes, queries).unwrap());
+    for (i, l) in lines.iter().enumerate() {
+        assert!(l.starts_with(&format!("q={i} anchor=")), "{l}");
+        assert!(l.contains(" | leaf=") != l.contains(" not_found="), "a result or a reason: {l}");
+    }
+    let found: Vec<&String> = lines.iter().filter(|l| l.contains(" | leaf=")).collect();
+    assert!(found.len() >= 10, "most of the first 20 test rows get a counterfactual");
+    // Each result carries all encoded values as f32 bits: 8 hex digits per column.
+    let x = found[0].split(" | ").nth(1).unwrap().split(" x=").nth(1).unwrap();
+    assert_eq!(x.split(',').count(), cols);
+    assert!(x.split(',').all(|v| v.len() == 8 && u32::from_str_radix(v, 16).is_ok()), "{x}");
+    let err = validate::native_run(&bundle().bytes, &queries[..cols + 1]).unwrap_err();
+    assert!(matches!(err, ValidateError::Queries { .. }), "{err}");
+}
+
+/// Reads a corrupted copy from a file; the error must name the file and the reason.
+fn rejected(name: &str, bytes: &[u8]) -> (BundleError, String) {
+    let path = temp_file(name, bytes);
+    match validate::read_bundle(&path) {
+        Err(e @ ValidateError::Bundle { error, .. }) => {
+            let text = e.to_string();
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            (error, text)
+        }
+        other => panic!("{name}: expected a bundle error, got {other:?}"),
+    }
+}
+
+#[test]
+fn test_corrupted_bundles_are_rejected_with_the_reason() {
+    let good = &bundle().bytes;
+    assert!(validate::read_bundle(&temp_file("good.cent", good)).is_ok());
+    let (e, text) = rejected("truncated.cent", &good[..good.len() - 100]);
+    assert_eq!(e, BundleError::Length);
+    assert!(text.contains("truncated"), "{text}");
+    let mut flipped = good.clone();
+    flipped[HEADER_LEN + good.len() / 2] ^= 0x10;
+    let (e, text) = rejected("flipped.cent", &flipped);
+    assert_eq!(e, BundleError::Checksum);
+    assert!(text.contains("checksum"), "{text}");
+    let mut version = good.clone();
+    version[4] = 9;
+    let (e, text) = rejected("version.cent", &version);
+    assert_eq!(e, BundleError::Version { found: 9 });
+    assert!(text.contains("version 9"), "{text}");
+    let (e, _) = rejected("foreign.cent", b"{\"format\": \"cent-classifier\", \"version\": 1}");
+    assert_eq!(e, BundleError::Magic);
+    assert_eq!(rejected("empty.cent", b"").0, BundleError::Length);
+}
+
+#[test]
+fn test_missing_file_and_mismatched_bundle_are_named() {
+    let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate").join("no-such.cent");
+    let err = validate::read_bundle(&missing).unwrap_err();
+    assert!(matches!(err, ValidateError::Read { .. }) && err.to_string().contains("no-such.cent"), "{err}");
+    let settings = Settings { limit: Some(1), seed: SEED + 1 };
+    let err = validate::validate(&bundle().bytes, "adult.cent", adult(), settings).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ValidateError::Mismatch { .. }), "{text}");
+    assert!(text.contains("adult mlp seed=1") && text.contains("adult mlp seed=2"), "{text}");
+}
