@@ -18,5 +18,5 @@ pub mod quantize;
 pub mod surrogate;
 pub mod text;
 pub mod train;
-pub mod validate;
 pub mod vae;
+pub mod validate;
