@@ -15,7 +15,7 @@ use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
 use cent_nostd::atlas::MARGIN_LADDER;
 use cent_nostd::counterfactual;
 use cent_nostd::graph::{Graph, SCALE};
-use cent_nostd::schema::{Kind, Query, Schema};
+use cent_nostd::schema::{Kind, Mutability, Query, Schema};
 use cent_nostd::search::{Search, Target};
 use cent_nostd::tree::{Bounds, NodeIdx, Tree};
 use rand_core::SeedableRng;
@@ -281,13 +281,13 @@ impl<'a> Explainer<'a> {
         let order = crate::data::split::permutation(ids.len(), self.config.seed);
         let held = ((ids.len() as f64) * self.config.holdout).round() as usize;
         let held = if ids.len() - held < 2 { 0 } else { held };
+        let (rows, labels_all) = self.projected(x, query, &ids);
         let (mut train, mut train_y, mut test, mut test_y) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (pos, &i) in order.iter().enumerate() {
-            let id = ids[i] as usize;
-            let row = &self.pool_rows[id * cols..(id + 1) * cols];
+            let row = &rows[i * cols..(i + 1) * cols];
             let (rows, labels) = if pos < held { (&mut test, &mut test_y) } else { (&mut train, &mut train_y) };
             rows.extend_from_slice(row);
-            labels.push(self.pool_labels[id]);
+            labels.push(labels_all[i]);
         }
         let allowed = self.mutable_columns(query);
         let g = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
@@ -295,11 +295,36 @@ impl<'a> Explainer<'a> {
         Ok((g, fidelity, ids.len()))
     }
 
+    /// The neighbours `ids` projected onto what the query can reach, and their labels by the
+    /// model: immutable features take `x`'s values, one-direction features are clamped to `x`'s
+    /// value from the forbidden side. A neighbour that differs from `x` in race or in a younger
+    /// age teaches the surrogate nothing the query can use, and its label may hinge on exactly
+    /// that difference; projected, the tree learns the model on the query's own feasible slice.
+    /// With no such constraint the rows are the pool's and keep the pool's labels (no model
+    /// call).
+    fn projected(&self, x: &[f32], query: &Query, ids: &[u32]) -> (Vec<f32>, Vec<usize>) {
+        let cols = self.schema.columns();
+        let mut rows = Vec::with_capacity(ids.len() * cols);
+        for &id in ids {
+            let id = id as usize;
+            rows.extend_from_slice(&self.pool_rows[id * cols..(id + 1) * cols]);
+        }
+        let constrained = (0..self.schema.features().len()).any(|j| query.mutability[j] != Mutability::Free);
+        if !constrained {
+            return (rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect());
+        }
+        for row in rows.chunks_exact_mut(cols) {
+            project(&self.schema, query, x, row);
+        }
+        let labels = self.model.predict(&rows);
+        (rows, labels)
+    }
+
     /// Columns of features the query lets change (whole one-hot groups out for immutables).
     fn mutable_columns(&self, query: &Query) -> Vec<bool> {
         let mut allowed = vec![false; self.schema.columns()];
         for (j, f) in self.schema.features().iter().enumerate() {
-            let free = query.mutability[j] != cent_nostd::schema::Mutability::Immutable;
+            let free = query.mutability[j] != Mutability::Immutable;
             for c in f.columns() {
                 allowed[c] = free;
             }
@@ -451,6 +476,25 @@ impl<'a> Explainer<'a> {
     }
 }
 
+/// Moves one encoded row onto what the query `x` can reach under `query`: immutable features
+/// take `x`'s values; one-direction single-column features are clamped at `x`'s value (a
+/// one-hot group has no order and is left as it is).
+fn project(schema: &Schema, query: &Query, x: &[f32], row: &mut [f32]) {
+    for (j, f) in schema.features().iter().enumerate() {
+        let span = f.columns();
+        if span.end > row.len() || span.end > x.len() {
+            continue;
+        }
+        match query.mutability[j] {
+            Mutability::Free => {}
+            Mutability::Immutable => row[span.clone()].copy_from_slice(&x[span]),
+            Mutability::IncreaseOnly if span.len() == 1 => row[span.start] = row[span.start].max(x[span.start]),
+            Mutability::DecreaseOnly if span.len() == 1 => row[span.start] = row[span.start].min(x[span.start]),
+            Mutability::IncreaseOnly | Mutability::DecreaseOnly => {}
+        }
+    }
+}
+
 fn category_rule(b: &Bounds, kind: Kind, col: usize, width: usize, name: &str, cats: &[String]) -> Option<String> {
     let label = |k: usize| cats.get(k).cloned().unwrap_or_else(|| format!("#{k}"));
     if kind == Kind::Binary {
@@ -489,4 +533,30 @@ fn argmax(p: &[f32]) -> usize {
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cent_nostd::schema::Feature;
+
+    #[test]
+    fn test_projection_keeps_immutables_and_one_way_features_reachable() {
+        let mut schema = Schema::new(2);
+        schema.push(Feature::continuous(0, 0.0, 1.0).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        schema.push(Feature::categorical(1, 3).with_mutability(Mutability::Immutable)).unwrap();
+        schema.push(Feature::continuous(4, 0.0, 1.0).with_mutability(Mutability::DecreaseOnly)).unwrap();
+        schema.push(Feature::continuous(5, 0.0, 1.0)).unwrap();
+        let query = schema.default_query();
+        let x = [0.5, 0.0, 1.0, 0.0, 0.5, 0.5];
+        // Younger (increase-only: lifted to x), another category (immutable: x's), larger on the
+        // decrease-only feature (lowered to x), anything on the free one (kept).
+        let mut row = [0.2, 1.0, 0.0, 0.0, 0.9, 0.1];
+        project(&schema, &query, &x, &mut row);
+        assert_eq!(row, [0.5, 0.0, 1.0, 0.0, 0.5, 0.1]);
+        // Already reachable values are left alone.
+        let mut row = [0.8, 0.0, 1.0, 0.0, 0.3, 0.7];
+        project(&schema, &query, &x, &mut row);
+        assert_eq!(row, [0.8, 0.0, 1.0, 0.0, 0.3, 0.7]);
+    }
 }

@@ -47,23 +47,48 @@ impl Pool {
 
     /// Like [`Pool::nearest`] over the union of several classes.
     pub fn nearest_in(&self, q: &[f32], classes: &[usize], k: usize) -> Vec<u32> {
-        let mut cand: Vec<(f32, u32)> = Vec::new();
+        if k == 0 {
+            return Vec::new();
+        }
+        let mut dist: Vec<f32> = Vec::new();
+        let mut ids: Vec<u32> = Vec::new();
         for &c in classes {
-            let (Some(ids), Some(points)) = (self.ids.get(c), self.points.get(c)) else { continue };
-            cand.extend(points.chunks_exact(self.latent).zip(ids).map(|(p, &id)| (squared(p, q), id)));
+            let (Some(class_ids), Some(points)) = (self.ids.get(c), self.points.get(c)) else { continue };
+            dist.extend(points.chunks_exact(self.latent).map(|p| squared(p, q)));
+            ids.extend_from_slice(class_ids);
         }
-        let by = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-        if k < cand.len() {
-            cand.select_nth_unstable_by(k, by);
-            cand.truncate(k);
-        }
-        cand.sort_unstable_by(by);
-        cand.into_iter().map(|(_, id)| id).collect()
+        // The k-th smallest distance bounds the answer: select on bare floats (cheap), then
+        // order only the few rows at or below it by (distance, row id).
+        let cut = if k < dist.len() {
+            let mut scratch = dist.clone();
+            let (_, kth, _) = scratch.select_nth_unstable_by(k - 1, f32::total_cmp);
+            *kth
+        } else {
+            f32::INFINITY
+        };
+        let mut near: Vec<(f32, u32)> =
+            dist.iter().zip(&ids).filter(|(d, _)| d.total_cmp(&cut).is_le()).map(|(&d, &id)| (d, id)).collect();
+        near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        near.truncate(k);
+        near.into_iter().map(|(_, id)| id).collect()
     }
 }
 
+/// Squared Euclidean distance, in four interleaved partial sums (independent additions the
+/// compiler can overlap or vectorise, where one running sum is a serial chain).
 fn squared(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+    let n = a.len().min(b.len());
+    let (a_chunks, a_tail) = a[..n].as_chunks::<4>();
+    let (b_chunks, b_tail) = b[..n].as_chunks::<4>();
+    let mut acc = [0.0f32; 4];
+    for (p, q) in a_chunks.iter().zip(b_chunks) {
+        for l in 0..4 {
+            let d = p[l] - q[l];
+            acc[l] += d * d;
+        }
+    }
+    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| (x - y) * (x - y)).sum();
+    (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
 }
 
 #[cfg(test)]
@@ -80,6 +105,13 @@ mod tests {
         assert_eq!(pool.nearest(&[3.9], 1, 2), vec![3, 5]);
         assert_eq!(pool.nearest_in(&[0.2], &[0, 1], 3), vec![0, 1, 2]);
         assert_eq!(pool.class_size(1), 3);
+    }
+
+    #[test]
+    fn test_ties_at_the_cut_go_to_the_lowest_row_ids() {
+        let pool = Pool::new(&[1.0, 1.0, 1.0, 1.0, 0.0], 1, &[0, 0, 0, 0, 0], 1);
+        assert_eq!(pool.nearest(&[0.0], 0, 3), vec![4, 0, 1]);
+        assert!(pool.nearest(&[0.0], 0, 0).is_empty());
     }
 
     #[test]

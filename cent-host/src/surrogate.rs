@@ -37,6 +37,8 @@ pub enum SurrogateError {
     Class { label: usize, classes: usize },
     #[error("non-finite value in row {row}, column {col}")]
     NonFinite { row: usize, col: usize },
+    #[error("{classes} classes: a tree leaf holds at most 256")]
+    TooManyClasses { classes: usize },
 }
 
 impl TreeParams {
@@ -141,6 +143,9 @@ fn check_data(rows: &[f32], columns: usize, labels: &[usize], classes: usize) ->
     if columns == 0 || rows.is_empty() {
         return Err(SurrogateError::Empty);
     }
+    if classes > usize::from(u8::MAX) + 1 {
+        return Err(SurrogateError::TooManyClasses { classes });
+    }
     let n = rows.len() / columns;
     if labels.len() != n || !rows.len().is_multiple_of(columns) {
         return Err(SurrogateError::Labels { rows: labels.len(), expected: n });
@@ -164,11 +169,17 @@ struct Grower<'a> {
     params: TreeParams,
     /// Per candidate column, row indices; each open node owns the same segment in all of them.
     order: Vec<Vec<u32>>,
+    /// Per candidate column, the column's values and the labels in `order`'s order (kept in
+    /// step by every partition), so a split scan reads two contiguous arrays.
+    values: Vec<Vec<f32>>,
+    sorted_labels: Vec<Vec<u8>>,
     /// `x log2 x` for `x` in `0..=n`.
     xlogx: Vec<f64>,
     nodes: Vec<Node>,
     goes_left: Vec<bool>,
     scratch: Vec<u32>,
+    scratch_values: Vec<f32>,
+    scratch_labels: Vec<u8>,
 }
 
 impl<'a> Grower<'a> {
@@ -182,7 +193,14 @@ impl<'a> Grower<'a> {
         n: usize,
     ) -> Self {
         let candidates: Vec<usize> = (0..columns).filter(|&c| allowed.get(c).copied().unwrap_or(false)).collect();
-        let order = candidates.iter().map(|&c| presort(rows, columns, c, n)).collect();
+        let order: Vec<Vec<u32>> = candidates.iter().map(|&c| presort(rows, columns, c, n)).collect();
+        let values = candidates
+            .iter()
+            .zip(&order)
+            .map(|(&c, o)| o.iter().map(|&r| rows[r as usize * columns + c]).collect())
+            .collect();
+        // `check_data` bounds labels by `classes`, which the tree format bounds by `u8`.
+        let sorted_labels = order.iter().map(|o| o.iter().map(|&r| labels[r as usize] as u8).collect()).collect();
         let xlogx = (0..=n).map(|x| if x == 0 { 0.0 } else { x as f64 * (x as f64).log2() }).collect();
         Grower {
             rows,
@@ -192,10 +210,14 @@ impl<'a> Grower<'a> {
             candidates,
             params,
             order,
+            values,
+            sorted_labels,
             xlogx,
             nodes: Vec::new(),
             goes_left: vec![false; n],
             scratch: Vec::with_capacity(n),
+            scratch_values: Vec::with_capacity(n),
+            scratch_labels: Vec::with_capacity(n),
         }
     }
 
@@ -270,8 +292,9 @@ impl<'a> Grower<'a> {
         }
         let mut best: Option<Split> = None;
         for (k, &col) in self.candidates.iter().enumerate() {
-            let seg = &self.order[k][o.start..o.end];
-            if let Some(s) = self.best_split_on(col, seg, &total, parent)
+            let values = &self.values[k][o.start..o.end];
+            let labels = &self.sorted_labels[k][o.start..o.end];
+            if let Some(s) = self.best_split_on(col, values, labels, &total, parent)
                 && best.is_none_or(|b| s.gain > b.gain + 1e-12)
             {
                 best = Some(s);
@@ -280,18 +303,23 @@ impl<'a> Grower<'a> {
         best
     }
 
-    /// Scans one column's sorted segment for the threshold with the largest gain.
-    fn best_split_on(&self, col: usize, seg: &[u32], total: &[usize], parent: f64) -> Option<Split> {
-        let m = seg.len();
+    /// Scans one column's sorted segment (its values and labels) for the threshold with the
+    /// largest gain.
+    fn best_split_on(&self, col: usize, values: &[f32], labels: &[u8], total: &[usize], parent: f64) -> Option<Split> {
+        let m = values.len();
+        // A constant segment has no threshold.
+        if values.first() == values.last() {
+            return None;
+        }
         let mut left = vec![0usize; self.classes];
         let mut right = total.to_vec();
         let mut best: Option<Split> = None;
         for i in 0..m - 1 {
-            let label = self.labels[seg[i] as usize];
+            let label = usize::from(labels[i]);
             left[label] += 1;
             right[label] -= 1;
             let nl = i + 1;
-            let (v, next) = (self.value(seg[i], col), self.value(seg[i + 1], col));
+            let (v, next) = (values[i], values[i + 1]);
             if v == next || nl < self.params.min_leaf || m - nl < self.params.min_leaf {
                 continue;
             }
@@ -328,21 +356,32 @@ impl<'a> Grower<'a> {
         ]
     }
 
-    /// Stable partition of one order's segment: rows going left first.
+    /// Stable partition of one order's segment (and its values and labels): rows going left
+    /// first.
     fn partition(&mut self, k: usize, start: usize, end: usize) {
         self.scratch.clear();
+        self.scratch_values.clear();
+        self.scratch_labels.clear();
         let seg = &mut self.order[k][start..end];
+        let values = &mut self.values[k][start..end];
+        let labels = &mut self.sorted_labels[k][start..end];
         let mut w = 0;
         for i in 0..seg.len() {
-            let r = seg[i];
+            let (r, v, l) = (seg[i], values[i], labels[i]);
             if self.goes_left[r as usize] {
                 seg[w] = r;
+                values[w] = v;
+                labels[w] = l;
                 w += 1;
             } else {
                 self.scratch.push(r);
+                self.scratch_values.push(v);
+                self.scratch_labels.push(l);
             }
         }
         seg[w..].copy_from_slice(&self.scratch);
+        values[w..].copy_from_slice(&self.scratch_values);
+        labels[w..].copy_from_slice(&self.scratch_labels);
     }
 
     fn emit(&self) -> Vec<u8> {

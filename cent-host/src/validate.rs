@@ -196,7 +196,8 @@ impl<'m, 'a> FullPrecision<'m, 'a> {
                 break;
             };
             summary.examined += 1;
-            let (found, any_built) = self.try_leaf(tree, x, query, target, hit.leaf, rng, &mut summary)?;
+            let (found, any_built) =
+                self.try_leaf(tree, x, query, (target, options.lead), hit.leaf, rng, &mut summary)?;
             built = built.saturating_add(u8::from(any_built));
             if let Some((cf, class)) = found {
                 let changed = counterfactual::changed(schema, x, &cf);
@@ -221,7 +222,7 @@ impl<'m, 'a> FullPrecision<'m, 'a> {
         tree: &Tree<'_>,
         x: &[f32],
         query: &Query,
-        target: Target,
+        (target, lead): (Target, f32),
         leaf: NodeIdx,
         rng: &mut R,
         summary: &mut Summary,
@@ -240,8 +241,10 @@ impl<'m, 'a> FullPrecision<'m, 'a> {
                 Err(CounterfactualError::Input) => return Err(ExplainError::Input),
                 Err(_) => continue,
             }
-            let class = self.classifier.map(|c| argmax(&c.forward(&cf)) as u8);
-            if class.is_some_and(|c| !target.matches(c)) || cf.as_slice() == x {
+            let verdict = self.classifier.map(|c| class_with_lead(&c.forward(&cf)));
+            let class = verdict.map(|(c, _)| c as u8);
+            let refused = verdict.is_some_and(|(c, l)| !target.matches(c as u8) || l < lead);
+            if refused || cf.as_slice() == x {
                 summary.rejected = summary.rejected.saturating_add(1);
                 continue;
             }
@@ -259,6 +262,23 @@ impl<'m, 'a> FullPrecision<'m, 'a> {
             },
         }
     }
+}
+
+/// The most probable class and its lead over the runner-up in logits, `ln p_top - ln p_second`
+/// (the softmax's logit difference; the core's `classify_with_lead` in full precision).
+fn class_with_lead(proba: &[f32]) -> (usize, f32) {
+    let top = argmax(proba);
+    let second = proba
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != top)
+        .map(|(_, &p)| p)
+        .fold(None, |m: Option<f32>, p| Some(m.map_or(p, |m| m.max(p))));
+    let lead = match (proba.get(top), second) {
+        (Some(&t), Some(s)) => t.ln() - s.ln(),
+        _ => f32::INFINITY,
+    };
+    (top, lead)
 }
 
 /// Index of the largest value, the first on ties (the core's rule for logits).

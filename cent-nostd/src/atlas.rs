@@ -213,19 +213,28 @@ pub struct Model<'m, 'a> {
 }
 
 /// Per-query options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     /// Desired class; `None` = any class but the current one.
     pub desired: Option<u8>,
     /// Contrast leaves to examine at most (the paper's `max_search`).
     pub max_search: u8,
+    /// Least lead of the target class over the runner-up, in logits, for the on-device
+    /// classifier to confirm a candidate ([`CONFIRM_LEAD`] by default). A candidate closer than
+    /// this to the int8 classifier's boundary may be on the other side for the full-precision
+    /// model; the next margin of the ladder, further inside the leaf, is tried instead.
+    pub lead: f32,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { desired: None, max_search: 50 }
+        Options { desired: None, max_search: 50, lead: CONFIRM_LEAD }
     }
 }
+
+/// Default [`Options::lead`]: a few times the logit error the A16W8 classifier shows against
+/// its float weights on the built-in datasets (`cent validate` reports the resulting agreement).
+pub const CONFIRM_LEAD: f32 = 0.25;
 
 /// Margin divisors tried per contrast leaf, as multiples of the query's `m`: the inward margin
 /// `|N(0, sigma/m)|` grows along the ladder (with the same random draw), and the smallest move
@@ -290,7 +299,8 @@ impl<const N: usize> Explainer<N> {
                 break;
             };
             summary.examined += 1;
-            let (found, any_built) = self.try_leaf(model, tree, x, query, target, hit.leaf, rng, &mut summary)?;
+            let (found, any_built) =
+                self.try_leaf(model, tree, x, query, (target, options.lead), hit.leaf, rng, &mut summary)?;
             built = built.saturating_add(u8::from(any_built));
             if let Some((cf, class)) = found {
                 let changed = counterfactual::changed(schema, x, &cf);
@@ -314,8 +324,9 @@ type Confirmed = (heapless::Vec<f32, COLUMNS>, Option<u8>);
 
 impl<const N: usize> Explainer<N> {
     /// Builds the leaf's counterfactual at each margin of [`MARGIN_LADDER`] with one replayed
-    /// draw (so moves grow monotonically) and keeps the first the classifier confirms (the
-    /// first built one when the bundle has no classifier). Also says whether any was built.
+    /// draw (so moves grow monotonically) and keeps the first the classifier confirms with at
+    /// least `lead` logits to spare (the first built one when the bundle has no classifier).
+    /// Also says whether any was built.
     #[allow(clippy::too_many_arguments)]
     fn try_leaf<R: Rng + Clone>(
         &self,
@@ -323,7 +334,7 @@ impl<const N: usize> Explainer<N> {
         tree: &Tree<'_>,
         x: &[f32],
         query: &Query,
-        target: Target,
+        (target, lead): (Target, f32),
         leaf: NodeIdx,
         rng: &mut R,
         summary: &mut Summary,
@@ -342,11 +353,13 @@ impl<const N: usize> Explainer<N> {
                 Err(CounterfactualError::Input) => return Err(ExplainError::Input),
                 Err(_) => continue,
             }
-            let class = match model.classifier {
-                Some(c) => Some(c.classify(&cf).map_err(ExplainError::Encoder)? as u8),
+            let verdict = match model.classifier {
+                Some(c) => Some(c.classify_with_lead(&cf).map_err(ExplainError::Encoder)?),
                 None => None,
             };
-            if class.is_some_and(|c| !target.matches(c)) || cf.as_slice() == x {
+            let class = verdict.map(|(c, _)| c as u8);
+            let refused = verdict.is_some_and(|(c, l)| !target.matches(c as u8) || l < lead);
+            if refused || cf.as_slice() == x {
                 summary.rejected = summary.rejected.saturating_add(1);
                 continue;
             }

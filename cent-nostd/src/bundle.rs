@@ -480,12 +480,17 @@ pub(crate) mod tests {
             &model,
             &[0.2, 0.7],
             &q,
-            Options { desired: Some(0), max_search: 50 },
+            Options { desired: Some(0), ..Options::default() },
             &mut rng,
             &mut out,
         );
         assert_eq!(err.unwrap_err(), crate::atlas::ExplainError::Target);
-        let summary = explainer.explain(&model, &[0.9, 0.1], &q, Options::default(), &mut rng, &mut out).unwrap();
+        // A lead no classifier reaches refuses every candidate; no lead takes the first margin.
+        let strict = Options { lead: f32::MAX, ..Options::default() };
+        let summary = explainer.explain(&model, &[0.9, 0.1], &q, strict, &mut rng, &mut out).unwrap();
+        assert_eq!((out.len(), summary.not_found), (0, Some(NotFound::NotConfirmed)));
+        let lenient = Options { lead: 0.0, ..Options::default() };
+        let summary = explainer.explain(&model, &[0.9, 0.1], &q, lenient, &mut rng, &mut out).unwrap();
         assert_eq!((summary.anchor, summary.fact), (1, 1));
         assert_eq!(out[0].class, Some(0));
         let line = std::format!("{}", crate::atlas::Line { index: 4, outcome: Ok((&summary, &out)) });
@@ -493,7 +498,6 @@ pub(crate) mod tests {
         assert!(line.ends_with(&std::format!("x={:08x},{:08x}", out[0].x[0].to_bits(), 0.1f32.to_bits())), "{line}");
         let err = crate::atlas::Line { index: 2, outcome: Err(crate::atlas::ExplainError::Target) };
         assert_eq!(std::format!("{err}"), "q=2 error=desired class is the current class or unknown");
-        let _ = NotFound::Blocked;
     }
 
     #[test]

@@ -380,10 +380,27 @@ impl<'a> Mlp<'a> {
     /// # Errors
     /// As [`Mlp::forward`].
     pub fn classify(&self, x: &[f32]) -> Result<usize, EncoderError> {
-        let mut logits = [0i16; WIDTH];
-        self.forward(x, &mut logits)?;
+        self.classify_with_lead(x).map(|(class, _)| class)
+    }
+
+    /// The predicted class and its lead over the runner-up, `logit[top] - logit[second]` in
+    /// real logit units (`f32::INFINITY` with a single output). A small lead means the decision
+    /// sits within the quantization error of the boundary.
+    ///
+    /// # Errors
+    /// As [`Mlp::forward`].
+    pub fn classify_with_lead(&self, x: &[f32]) -> Result<(usize, f32), EncoderError> {
+        let mut buf = [0i16; WIDTH];
+        self.forward(x, &mut buf)?;
+        let logits = buf.get(..self.outputs()).unwrap_or(&[]);
         // `outputs()` >= 1 for a validated MLP, so argmax always has a value.
-        Ok(logits.get(..self.outputs()).and_then(argmax).unwrap_or(0))
+        let top = argmax(logits).unwrap_or(0);
+        let second = logits.iter().enumerate().filter(|&(i, _)| i != top).map(|(_, &v)| v).max();
+        let lead = match (logits.get(top), second) {
+            (Some(&t), Some(s)) => (i32::from(t) - i32::from(s)) as f32 * self.output_scale,
+            _ => f32::INFINITY,
+        };
+        Ok((top, lead))
     }
 
     fn check_input(&self, x: &[f32]) -> Result<(), EncoderError> {
