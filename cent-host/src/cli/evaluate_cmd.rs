@@ -31,7 +31,8 @@ pub struct EvaluateArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Every built-in dataset (adult, compas, credit, heloc) × model (lr, mlp) × method; writes a
-    /// markdown report and SVG plots. Ignores --dataset, --data and --model.
+    /// markdown report and SVG plots. Ignores --dataset, --data, --model, --method (all run)
+    /// and --format (the report is markdown).
     #[arg(long, conflicts_with = "onnx")]
     pub all: bool,
 }

@@ -251,12 +251,11 @@ fn print_text(label: &str, r: &Result<Explanation, ExplainError>) {
 pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
     let a = data.setup().load()?;
     let enc = &a.prepared.encoding;
+    let (what, accuracy) = super::describe_black_box(&a, data.onnx.as_deref())?;
     println!(
-        "cent demo — {} ({} training rows); black box: {:?}, test accuracy {:.3}",
+        "cent demo — {} ({} training rows); black box: {what}, test accuracy {accuracy:.3}",
         a.name,
         a.prepared.train_labels.len(),
-        a.model.kind,
-        a.accuracy
     );
     let favourable = enc.favourable();
     let q = enc.to_core_schema().default_query();

@@ -1,4 +1,5 @@
-//! Command-line interface: `cent train | explain | demo | fetch`.
+//! Command-line interface: `cent train | explain | demo | fetch | evaluate | export | validate |
+//! text | images`.
 
 mod evaluate_cmd;
 mod explain_cmd;
@@ -161,16 +162,31 @@ pub fn run() -> Result<ExitCode> {
 
 fn train(args: &DataArgs) -> Result<ExitCode> {
     let a = args.setup().load()?;
+    let (what, accuracy) = describe_black_box(&a, args.onnx.as_deref())?;
     println!(
-        "{}: {} training rows, {} test rows, {} encoded columns; test accuracy of the {:?} model: {:.4}",
+        "{}: {} training rows, {} test rows, {} encoded columns; test accuracy of {what}: {accuracy:.4}",
         a.name,
         a.prepared.train_labels.len(),
         a.prepared.test_labels.len(),
         a.prepared.encoding.n_cols(),
-        a.model.kind,
-        a.accuracy
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The black box in use (the built-in model, or the `--onnx` file) and its test accuracy.
+pub(crate) fn describe_black_box(
+    a: &cent_host::artifacts::Artifacts,
+    onnx: Option<&std::path::Path>,
+) -> Result<(String, f64)> {
+    match onnx {
+        None => Ok((format!("the {:?} model", a.model.kind), a.accuracy)),
+        Some(path) => {
+            let model = a.black_box(Some(path))?;
+            let accuracy =
+                cent_host::blackbox::accuracy(model.as_ref(), &a.prepared.test.data, &a.prepared.test_labels)?;
+            Ok((format!("the ONNX model {}", path.display()), accuracy))
+        }
+    }
 }
 
 fn fetch(args: &FetchArgs) -> Result<ExitCode> {
