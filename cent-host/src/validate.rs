@@ -23,18 +23,15 @@ use crate::blackbox::BlackBox;
 use crate::explain::{self, Config};
 use crate::export::bundle_name;
 use crate::layers;
-use cent_nostd::atlas::{
-    Atlas, Counterfactual, ExplainError, Explainer, Line, MARGIN_LADDER, Model, NotFound, Options, Summary,
-};
+use cent_nostd::atlas::{Atlas, Counterfactual, ExplainError, Explainer, Line, Model, Options, Oracle, Summary};
 use cent_nostd::bundle::{Bundle, BundleError, SchemaParts};
-use cent_nostd::capacity::{COLUMNS, NODES};
-use cent_nostd::counterfactual::{self, CounterfactualError};
+use cent_nostd::capacity::NODES;
+use cent_nostd::counterfactual;
 use cent_nostd::encoder::EncoderError;
-use cent_nostd::graph::{Graph, SCALE};
+use cent_nostd::graph::SCALE;
 use cent_nostd::schema::{Query, Schema};
-use cent_nostd::search::{Search, Target};
-use cent_nostd::tree::{Node, NodeIdx, Tree};
-use rand_core::{Rng, SeedableRng};
+use cent_nostd::tree::Tree;
+use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
 use std::path::Path;
@@ -43,9 +40,6 @@ use thiserror::Error;
 
 /// Counterfactuals asked of the device explainer per query.
 pub const RESULTS: usize = 3;
-
-/// A leaf's confirmed counterfactual and the classifier's class for it.
-type Confirmed = (heapless::Vec<f32, COLUMNS>, Option<u8>);
 
 /// What one device (or full-precision) explanation gave.
 pub type Outcome = Result<(Summary, Vec<Counterfactual>), ExplainError>;
@@ -125,142 +119,57 @@ pub fn line(index: usize, outcome: &Outcome) -> String {
 }
 
 /// The device explainer's loop in full precision: the f32 encoder picks the anchor with
-/// [`Atlas::nearest_f32`], the f32 black box gives the fact and confirms candidates; trees,
-/// graph, search and counterfactual building are the core's, exactly as on the device.
+/// [`Atlas::nearest_f32`], the f32 black box gives the fact and confirms candidates; the loop
+/// itself (trees, graph, search, counterfactual building, the confirmation rule) is the core's
+/// `Explainer::explain_with`, the device's very code.
 #[derive(Debug)]
 pub struct FullPrecision<'m, 'a> {
+    oracle: F32Oracle<'m, 'a>,
     schema: &'m Schema,
+    explainer: Box<Explainer<NODES>>,
+}
+
+/// The f32 encoder and black box answering for the quantized ones.
+#[derive(Debug, Clone, Copy)]
+struct F32Oracle<'m, 'a> {
     atlas: &'m Atlas<'a>,
     encoder: &'m layers::Mlp,
     /// The quantized encoder's output step: dequantizes the anchors.
     scale: f32,
     classifier: Option<&'m layers::Mlp>,
-    graph: Box<Graph<NODES>>,
-    search: Box<Search<NODES>>,
+}
+
+impl Oracle for F32Oracle<'_, '_> {
+    fn anchor(&self, x: &[f32]) -> Result<usize, ExplainError> {
+        if let Some(index) = x.iter().position(|v| !v.is_finite()) {
+            return Err(ExplainError::Encoder(EncoderError::InputValue { index: index as u16 }));
+        }
+        self.atlas.nearest_f32(&self.encoder.forward(x), self.scale).ok_or(ExplainError::Input)
+    }
+
+    fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, ExplainError> {
+        Ok(self.classifier.map(|c| {
+            let (class, lead) = class_with_lead(&c.forward(x));
+            (class as u8, lead)
+        }))
+    }
 }
 
 impl<'m, 'a> FullPrecision<'m, 'a> {
     /// The full-precision twin of `bundle`, with the float weights it was quantized from.
     pub fn new(bundle: &'m Bundle<'a>, encoder: &'m layers::Mlp, classifier: Option<&'m layers::Mlp>) -> Self {
-        FullPrecision {
-            schema: &bundle.schema,
-            atlas: &bundle.atlas,
-            encoder,
-            scale: bundle.encoder.output_scale(),
-            classifier,
-            graph: Box::default(),
-            search: Box::default(),
-        }
+        let oracle = F32Oracle { atlas: &bundle.atlas, encoder, scale: bundle.encoder.output_scale(), classifier };
+        FullPrecision { oracle, schema: &bundle.schema, explainer: Box::default() }
     }
 
     /// Explains `x` like `cent_nostd::atlas::Explainer::explain`, up to [`RESULTS`] results.
     pub fn run(&mut self, x: &[f32], query: &Query, seed: u64) -> Outcome {
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        let mut out = Vec::new();
-        let summary = self.explain(x, query, Options::default(), &mut rng, &mut out)?;
-        Ok((summary, out))
-    }
-
-    /// The loop of `cent_nostd::atlas::Explainer::explain`, statement for statement.
-    fn explain<R: Rng + Clone>(
-        &mut self,
-        x: &[f32],
-        query: &Query,
-        options: Options,
-        rng: &mut R,
-        out: &mut Vec<Counterfactual>,
-    ) -> Result<Summary, ExplainError> {
-        out.clear();
-        let schema = self.schema;
-        if x.len() != schema.columns() {
-            return Err(ExplainError::Input);
-        }
-        if let Some(index) = x.iter().position(|v| !v.is_finite()) {
-            return Err(ExplainError::Encoder(EncoderError::InputValue { index: index as u16 }));
-        }
-        let z = self.encoder.forward(x);
-        let anchor = self.atlas.nearest_f32(&z, self.scale).ok_or(ExplainError::Input)?;
-        let tree = self.atlas.tree(anchor).ok_or(ExplainError::Input)?;
-        let fact = self.fact_class(tree, x)?;
-        let target = match options.desired {
-            Some(d) if d == fact || d as usize >= schema.classes() => return Err(ExplainError::Target),
-            Some(d) => Target::Class(d),
-            None => Target::Not(fact),
-        };
-        self.graph.build(tree, schema, query, x).map_err(ExplainError::Graph)?;
-        self.search.start(&self.graph).map_err(ExplainError::Search)?;
-        let mut summary = Summary { anchor: anchor as u8, fact, examined: 0, rejected: 0, not_found: None };
-        let mut built = 0u8;
-        while summary.examined < options.max_search && out.len() < RESULTS {
-            let Some(hit) = self.search.next_contrast(&self.graph, target).map_err(ExplainError::Search)? else {
-                break;
-            };
-            summary.examined += 1;
-            let (found, any_built) =
-                self.try_leaf(tree, x, query, (target, options.lead), hit.leaf, rng, &mut summary)?;
-            built = built.saturating_add(u8::from(any_built));
-            if let Some((cf, class)) = found {
-                let changed = counterfactual::changed(schema, x, &cf);
-                out.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
-            }
-        }
-        if out.is_empty() {
-            summary.not_found = Some(match (summary.examined, built) {
-                (0, _) => NotFound::NoContrastLeaf,
-                (_, 0) => NotFound::Blocked,
-                _ => NotFound::NotConfirmed,
-            });
-        }
-        Ok(summary)
-    }
-
-    /// The core's `try_leaf`: the leaf's counterfactual at each margin of [`MARGIN_LADDER`]
-    /// with one replayed draw; the first one the classifier confirms wins.
-    #[allow(clippy::too_many_arguments)] // Mirrors the core function's signature one to one.
-    fn try_leaf<R: Rng + Clone>(
-        &self,
-        tree: &Tree<'_>,
-        x: &[f32],
-        query: &Query,
-        (target, lead): (Target, f32),
-        leaf: NodeIdx,
-        rng: &mut R,
-        summary: &mut Summary,
-    ) -> Result<(Option<Confirmed>, bool), ExplainError> {
-        let base = rng.clone();
-        let mut any_built = false;
-        for step in MARGIN_LADDER {
-            let mut draw = base.clone();
-            let q = Query { margin: query.margin * step, ..query.clone() };
-            let mut cf = heapless::Vec::<f32, COLUMNS>::new();
-            cf.resize(x.len(), 0.0).map_err(|_| ExplainError::Input)?;
-            let built = counterfactual::realize(self.schema, &q, tree, leaf, x, &mut draw, &mut cf);
-            *rng = draw;
-            match built {
-                Ok(()) => any_built = true,
-                Err(CounterfactualError::Input) => return Err(ExplainError::Input),
-                Err(_) => continue,
-            }
-            let verdict = self.classifier.map(|c| class_with_lead(&c.forward(&cf)));
-            let class = verdict.map(|(c, _)| c as u8);
-            let refused = verdict.is_some_and(|(c, l)| !target.matches(c as u8) || l < lead);
-            if refused || cf.as_slice() == x {
-                summary.rejected = summary.rejected.saturating_add(1);
-                continue;
-            }
-            return Ok((Some((cf, class)), any_built));
-        }
-        Ok((None, any_built))
-    }
-
-    fn fact_class(&self, tree: &Tree<'_>, x: &[f32]) -> Result<u8, ExplainError> {
-        match self.classifier {
-            Some(c) => Ok(argmax(&c.forward(x)) as u8),
-            None => match tree.route(x).ok().and_then(|leaf| tree.node(leaf)) {
-                Some(Node::Leaf { class, .. }) => Ok(class),
-                _ => Err(ExplainError::Input),
-            },
-        }
+        let mut out: heapless::Vec<Counterfactual, RESULTS> = heapless::Vec::new();
+        let context = (self.schema, self.oracle.atlas);
+        let summary =
+            self.explainer.explain_with(&self.oracle, context, x, query, Options::default(), &mut rng, &mut out)?;
+        Ok((summary, out.into_iter().collect()))
     }
 }
 
@@ -617,6 +526,7 @@ mod tests {
     use crate::layers::{Activation, Dense};
     use crate::quantize::quantize_mlp;
     use crate::surrogate::{self, TreeParams};
+    use cent_nostd::atlas::NotFound;
     use cent_nostd::schema::Feature;
 
     fn dense(weights: Vec<f32>, bias: Vec<f32>, activation: Activation) -> layers::Mlp {

@@ -212,6 +212,41 @@ pub struct Model<'m, 'a> {
     pub atlas: &'m Atlas<'a>,
 }
 
+/// The models around the atlas, as the explainer's loop sees them: which anchor a query belongs
+/// to, and what the classifier says of a point. The device answers with the bundle's quantized
+/// encoder and classifier ([`Model`]); a host answers in full precision with the weights they
+/// were quantized from, and runs this very loop to measure what quantization changes.
+pub trait Oracle {
+    /// Index of the query's anchor in the atlas.
+    ///
+    /// # Errors
+    /// When `x` cannot be encoded.
+    fn anchor(&self, x: &[f32]) -> Result<usize, ExplainError>;
+
+    /// The class of `x` and its lead over the runner-up in logits, or `None` without a
+    /// classifier (the query's tree then gives the fact and every built candidate counts).
+    ///
+    /// # Errors
+    /// When `x` cannot be classified.
+    fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, ExplainError>;
+}
+
+impl Oracle for Model<'_, '_> {
+    fn anchor(&self, x: &[f32]) -> Result<usize, ExplainError> {
+        let mut z = [0i16; WIDTH];
+        let z = z.get_mut(..self.atlas.latent()).ok_or(ExplainError::Input)?;
+        self.encoder.forward(x, z).map_err(ExplainError::Encoder)?;
+        self.atlas.nearest(z).ok_or(ExplainError::Input)
+    }
+
+    fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, ExplainError> {
+        match self.classifier {
+            Some(c) => c.classify_with_lead(x).map(|(k, lead)| Some((k as u8, lead))).map_err(ExplainError::Encoder),
+            None => Ok(None),
+        }
+    }
+}
+
 /// Per-query options.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
@@ -260,7 +295,8 @@ impl<const N: usize> Explainer<N> {
     }
 
     /// Explains `x` with `model` under `query`, writing up to `out`'s capacity results, cheapest
-    /// first (each leaf tried at every margin of [`MARGIN_LADDER`]). An empty `out` comes with [`Summary::not_found`] set.
+    /// first (each leaf tried at every margin of [`MARGIN_LADDER`]). An empty `out` comes with
+    /// [`Summary::not_found`] set.
     ///
     /// # Errors
     /// [`ExplainError`] when the input does not match or a capacity is exceeded.
@@ -273,18 +309,31 @@ impl<const N: usize> Explainer<N> {
         rng: &mut R,
         out: &mut heapless::Vec<Counterfactual, K>,
     ) -> Result<Summary, ExplainError> {
+        self.explain_with(model, (model.schema, model.atlas), x, query, options, rng, out)
+    }
+
+    /// [`Explainer::explain`] with any [`Oracle`] over `schema` and `atlas`.
+    ///
+    /// # Errors
+    /// As [`Explainer::explain`].
+    #[allow(clippy::too_many_arguments)] // explain's arguments plus the oracle.
+    pub fn explain_with<O: Oracle, R: Rng + Clone, const K: usize>(
+        &mut self,
+        oracle: &O,
+        (schema, atlas): (&Schema, &Atlas<'_>),
+        x: &[f32],
+        query: &Query,
+        options: Options,
+        rng: &mut R,
+        out: &mut heapless::Vec<Counterfactual, K>,
+    ) -> Result<Summary, ExplainError> {
         out.clear();
-        let schema = model.schema;
         if x.len() != schema.columns() {
             return Err(ExplainError::Input);
         }
-        let mut z = [0i16; WIDTH];
-        let latent = model.atlas.latent();
-        let z = z.get_mut(..latent).ok_or(ExplainError::Input)?;
-        model.encoder.forward(x, z).map_err(ExplainError::Encoder)?;
-        let anchor = model.atlas.nearest(z).ok_or(ExplainError::Input)?;
-        let tree = model.atlas.tree(anchor).ok_or(ExplainError::Input)?;
-        let fact = fact_class(model, tree, x)?;
+        let anchor = oracle.anchor(x)?;
+        let tree = atlas.tree(anchor).ok_or(ExplainError::Input)?;
+        let fact = fact_class(oracle, tree, x)?;
         let target = match options.desired {
             Some(d) if d == fact || d as usize >= schema.classes() => return Err(ExplainError::Target),
             Some(d) => Target::Class(d),
@@ -300,7 +349,7 @@ impl<const N: usize> Explainer<N> {
             };
             summary.examined += 1;
             let (found, any_built) =
-                self.try_leaf(model, tree, x, query, (target, options.lead), hit.leaf, rng, &mut summary)?;
+                self.try_leaf(oracle, (schema, tree), x, query, (target, options.lead), hit.leaf, rng, &mut summary)?;
             built = built.saturating_add(u8::from(any_built));
             if let Some((cf, class)) = found {
                 let changed = counterfactual::changed(schema, x, &cf);
@@ -328,10 +377,10 @@ impl<const N: usize> Explainer<N> {
     /// least `lead` logits to spare (the first built one when the bundle has no classifier).
     /// Also says whether any was built.
     #[allow(clippy::too_many_arguments)]
-    fn try_leaf<R: Rng + Clone>(
+    fn try_leaf<O: Oracle, R: Rng + Clone>(
         &self,
-        model: &Model<'_, '_>,
-        tree: &Tree<'_>,
+        oracle: &O,
+        (schema, tree): (&Schema, &Tree<'_>),
         x: &[f32],
         query: &Query,
         (target, lead): (Target, f32),
@@ -346,19 +395,16 @@ impl<const N: usize> Explainer<N> {
             let q = Query { margin: query.margin * step, ..query.clone() };
             let mut cf = heapless::Vec::<f32, COLUMNS>::new();
             cf.resize(x.len(), 0.0).map_err(|_| ExplainError::Input)?;
-            let built = counterfactual::realize(model.schema, &q, tree, leaf, x, &mut draw, &mut cf);
+            let built = counterfactual::realize(schema, &q, tree, leaf, x, &mut draw, &mut cf);
             *rng = draw;
             match built {
                 Ok(()) => any_built = true,
                 Err(CounterfactualError::Input) => return Err(ExplainError::Input),
                 Err(_) => continue,
             }
-            let verdict = match model.classifier {
-                Some(c) => Some(c.classify_with_lead(&cf).map_err(ExplainError::Encoder)?),
-                None => None,
-            };
-            let class = verdict.map(|(c, _)| c as u8);
-            let refused = verdict.is_some_and(|(c, l)| !target.matches(c as u8) || l < lead);
+            let verdict = oracle.classify(&cf)?;
+            let class = verdict.map(|(c, _)| c);
+            let refused = verdict.is_some_and(|(c, l)| !target.matches(c) || l < lead);
             if refused || cf.as_slice() == x {
                 summary.rejected = summary.rejected.saturating_add(1);
                 continue;
@@ -369,9 +415,9 @@ impl<const N: usize> Explainer<N> {
     }
 }
 
-fn fact_class(model: &Model<'_, '_>, tree: &Tree<'_>, x: &[f32]) -> Result<u8, ExplainError> {
-    match model.classifier {
-        Some(c) => c.classify(x).map(|k| k as u8).map_err(ExplainError::Encoder),
+fn fact_class<O: Oracle>(oracle: &O, tree: &Tree<'_>, x: &[f32]) -> Result<u8, ExplainError> {
+    match oracle.classify(x)? {
+        Some((class, _)) => Ok(class),
         None => {
             let leaf = tree.route(x).map_err(|_| ExplainError::Input)?;
             match tree.node(leaf) {

@@ -79,18 +79,20 @@ fn test_export_is_deterministic() {
     assert!(again == bundle().bytes, "same artifacts and seed give the same bytes");
 }
 
-/// Thresholds sit below what is measured on the 1000-row sample (anchor agreement 0.990, fact
-/// agreement 0.996, identical 0.94, gap 3.0 points, latent p99 0.017, cosine min 0.9997), with
-/// room for the smaller sample; the int8 classifier near the decision boundary is what keeps
-/// the gap and the identical rate from the design goals (0.5 points, 0.97).
+/// Thresholds sit below what is measured. Training is not bit-reproducible across machines, so
+/// two Adult MLPs trained with seed 1 were measured on this 300-row sample: anchor agreement
+/// 0.990 / 0.993, fact agreement 1.000 / 0.980, identical 0.953 / 0.867, gap 0.33 / 1.33 points,
+/// latent p99 0.017 / 0.015, cosine min 0.99986 / 0.99987 (on the whole test split: identical
+/// 0.939 / 0.884, gap 0.28 / 0.19 points). The int8 classifier near the decision boundary is
+/// what keeps the identical rate from the design goal (0.97).
 #[test]
 fn test_quantized_path_matches_full_precision() {
     let r = report();
     assert_eq!(r.queries, LIMIT);
     assert!(r.anchor_agreement >= 0.98, "anchor agreement {:.4}", r.anchor_agreement);
     assert!(r.fact_agreement >= 0.98, "fact agreement {:.4}", r.fact_agreement);
-    assert!(r.identical >= 0.9, "identical counterfactuals {:.4}", r.identical);
-    assert!(r.flip_gap_points <= 6.0, "flip-rate gap {:.2} points", r.flip_gap_points);
+    assert!(r.identical >= 0.82, "identical counterfactuals {:.4}", r.identical);
+    assert!(r.flip_gap_points <= 3.0, "flip-rate gap {:.2} points", r.flip_gap_points);
     assert!(r.latent.relative_p99 <= 0.05, "latent relative error p99 {:.4}", r.latent.relative_p99);
     assert!(r.latent.cosine_min >= 0.999, "latent cosine min {:.5}", r.latent.cosine_min);
 }
