@@ -1,32 +1,14 @@
 //! The host pipeline end to end on the embedded Adult data: every returned counterfactual flips
 //! the model and respects every constraint; the same seed gives the same output.
 
-use cent_host::artifacts::{Artifacts, Setup, Source};
-use cent_host::blackbox::{BlackBox, ModelKind};
+mod common;
+
+use cent_host::blackbox::BlackBox;
 use cent_host::data::Value;
 use cent_host::explain::{Config, ExplainError, Explainer};
 use cent_nostd::counterfactual;
 use cent_nostd::schema::Mutability;
-use std::sync::OnceLock;
-
-/// Shared with the CLI: models trained once are reused by later runs.
-fn cache() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache")
-}
-
-fn adult() -> &'static Artifacts {
-    static A: OnceLock<Artifacts> = OnceLock::new();
-    A.get_or_init(|| {
-        let setup = Setup {
-            source: Source::Builtin("adult".into()),
-            model: ModelKind::Mlp,
-            cache: cache(),
-            seed: 1,
-            progress: false,
-        };
-        setup.load().expect("adult loads and trains")
-    })
-}
+use common::adult;
 
 #[test]
 fn test_counterfactuals_flip_and_respect_constraints() {

@@ -2,30 +2,12 @@
 //! model and break no constraint, failures are counted as such, and an ONNX black box drives
 //! the same harness.
 
-use cent_host::artifacts::{Artifacts, Setup, Source};
-use cent_host::blackbox::{BlackBox, ModelKind};
+mod common;
+
+use cent_host::blackbox::BlackBox;
 use cent_host::evaluate::{Bench, Config, MethodKind};
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-/// Shared with the CLI: models trained once are reused by later runs.
-fn cache() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache")
-}
-
-fn adult() -> &'static Artifacts {
-    static A: OnceLock<Artifacts> = OnceLock::new();
-    A.get_or_init(|| {
-        let setup = Setup {
-            source: Source::Builtin("adult".into()),
-            model: ModelKind::Mlp,
-            cache: cache(),
-            seed: 1,
-            progress: false,
-        };
-        setup.load().expect("adult loads and trains")
-    })
-}
+use common::adult;
+use std::path::Path;
 
 #[test]
 fn test_every_method_reports_only_flipped_feasible_counterfactuals() {

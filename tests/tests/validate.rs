@@ -5,39 +5,18 @@
 //! first use like every `cent` command does. Validation uses a seeded sample of test rows to keep
 //! the run short.
 
-use cent_host::artifacts::{Artifacts, Setup, Source};
+mod common;
+
 use cent_host::atlas::AtlasParams;
-use cent_host::blackbox::ModelKind;
 use cent_host::export::{self, Export};
 use cent_host::validate::{self, Report, Settings, ValidateError};
 use cent_nostd::bundle::{BundleError, HEADER_LEN};
+use common::{SEED, adult};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-const SEED: u64 = 1;
 /// Test rows validated (a seeded sample of Adult's 9,044).
 const LIMIT: usize = 300;
-
-fn cache() -> PathBuf {
-    match std::env::var_os("CENT_CACHE") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("data").join("cache"),
-    }
-}
-
-fn adult() -> &'static Artifacts {
-    static A: OnceLock<Artifacts> = OnceLock::new();
-    A.get_or_init(|| {
-        let setup = Setup {
-            source: Source::Builtin("adult".into()),
-            model: ModelKind::Mlp,
-            cache: cache(),
-            seed: SEED,
-            progress: false,
-        };
-        setup.load().expect("adult artifacts load or train")
-    })
-}
 
 /// The shipped configuration: 32 anchors of trees of at most 63 nodes.
 fn bundle() -> &'static Export {
