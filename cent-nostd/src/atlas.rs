@@ -390,6 +390,9 @@ impl<const N: usize> Explainer<N> {
     ) -> Result<(Option<Confirmed>, bool), ExplainError> {
         let base = rng.clone();
         let mut any_built = false;
+        // Clipped to the box, successive margins often give the same point: a point refused
+        // once is refused again without asking the classifier.
+        let mut last_refused = heapless::Vec::<f32, COLUMNS>::new();
         for step in MARGIN_LADDER {
             let mut draw = base.clone();
             let q = Query { margin: query.margin * step, ..query.clone() };
@@ -402,11 +405,15 @@ impl<const N: usize> Explainer<N> {
                 Err(CounterfactualError::Input) => return Err(ExplainError::Input),
                 Err(_) => continue,
             }
+            if cf == last_refused || cf.as_slice() == x {
+                summary.rejected = summary.rejected.saturating_add(1);
+                continue;
+            }
             let verdict = oracle.classify(&cf)?;
             let class = verdict.map(|(c, _)| c);
-            let refused = verdict.is_some_and(|(c, l)| !target.matches(c) || l < lead);
-            if refused || cf.as_slice() == x {
+            if verdict.is_some_and(|(c, l)| !target.matches(c) || l < lead) {
                 summary.rejected = summary.rejected.saturating_add(1);
+                last_refused = cf;
                 continue;
             }
             return Ok((Some((cf, class)), any_built));
