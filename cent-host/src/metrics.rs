@@ -228,23 +228,12 @@ pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Me
 #[cfg(test)]
 mod tests {
     use super::*;
+    // Columns: [0] income, [1] age (immutable), [2] degree (increase-only), [3..6] job {a, b, c}
+    // with b -> a forbidden.
+    use crate::baselines::tests::schema;
     use crate::layers::{Activation, Dense};
-    use cent_nostd::schema::Feature;
 
     const EPS: f64 = 1e-6;
-
-    /// Columns: [0] income (continuous 0..100), [1] age (integer 0..100, immutable),
-    /// [2] degree (integer 0..10, increase-only), [3..6] job one-hot {a, b, c} with b -> a
-    /// forbidden.
-    fn schema() -> Schema {
-        let mut s = Schema::new(2);
-        s.push(Feature::continuous(0, 0.0, 100.0)).unwrap();
-        s.push(Feature::integer(1, 0.0, 100.0).with_mutability(Mutability::Immutable)).unwrap();
-        s.push(Feature::integer(2, 0.0, 10.0).with_mutability(Mutability::IncreaseOnly)).unwrap();
-        s.push(Feature::categorical(3, 3)).unwrap();
-        s.set_transition(3, 1, 0, false).unwrap();
-        s
-    }
 
     /// Class 1 iff income column + 0.5 * degree column > 0.6 (a linear softmax model).
     struct Threshold;

@@ -4,7 +4,7 @@
 //! The pool (training split) is encoded and labelled by the black box once. Each class keeps
 //! its own id array, so a neighbour's position inside its class maps back to the right pool
 //! row. The search is exact: per query a partial selection over each class's points, which at
-//! these sizes (tens of thousands of points, latent 7–32) is a few hundred microseconds and needs
+//! these sizes (tens of thousands of points, latent 7–32) takes under a millisecond (about 0.7 ms on Adult) and needs
 //! no index build.
 
 /// The encoded, labelled pool.
