@@ -3,31 +3,50 @@
 //!
 //! The pool (training split) is encoded and labelled by the black box once. Each class keeps
 //! its own id array, so a neighbour's position inside its class maps back to the right pool
-//! row. The search is exact: per query a partial selection over each class's points, which at
-//! these sizes (tens of thousands of points, latent 7–32) takes under a millisecond (about 0.7 ms on Adult) and needs
-//! no index build.
+//! row. The search is exact: per query one pass over each class's points through a bounded heap.
+
+/// Points per block of the pool's layout: a block stores its points dimension by dimension,
+/// so one query's distances to a block are a few whole-block (vectorised) operations.
+const BLOCK: usize = 8;
+
+/// Distance buckets of the selection: the top bits of a non-negative `f32` (sign excluded),
+/// which order like the values. 11 bits keep the exponent and two mantissa bits.
+const BUCKET_SHIFT: u32 = 20;
+const BUCKETS: usize = 1 << (31 - BUCKET_SHIFT);
 
 /// The encoded, labelled pool.
 #[derive(Debug, Clone)]
 pub struct Pool {
     latent: usize,
-    /// Per class: pool row ids and their latent points (row-major, `latent` wide).
+    /// Per class: pool row ids, and their latent points in blocks of [`BLOCK`] (`[block][dim]
+    /// [lane]`; a last block's unused lanes are never read).
     ids: Vec<Vec<u32>>,
-    points: Vec<Vec<f32>>,
+    blocks: Vec<Vec<[f32; BLOCK]>>,
 }
 
 impl Pool {
     /// Groups pool rows by their black-box class. `z` is row-major, `latent` wide.
     pub fn new(z: &[f32], latent: usize, labels: &[usize], classes: usize) -> Self {
         let mut ids = vec![Vec::new(); classes];
-        let mut points = vec![Vec::new(); classes];
-        for (row, (p, &label)) in z.chunks_exact(latent).zip(labels).enumerate() {
+        for (row, &label) in labels.iter().enumerate().take(z.len() / latent.max(1)) {
             if label < classes {
                 ids[label].push(row as u32);
-                points[label].extend_from_slice(p);
             }
         }
-        Pool { latent, ids, points }
+        let blocks = ids
+            .iter()
+            .map(|class_ids| {
+                let mut blocks = vec![[0.0; BLOCK]; class_ids.len().div_ceil(BLOCK) * latent];
+                for (p, &row) in class_ids.iter().enumerate() {
+                    let point = &z[row as usize * latent..(row as usize + 1) * latent];
+                    for (d, &v) in point.iter().enumerate() {
+                        blocks[(p / BLOCK) * latent + d][p % BLOCK] = v;
+                    }
+                }
+                blocks
+            })
+            .collect();
+        Pool { latent, ids, blocks }
     }
 
     pub fn latent(&self) -> usize {
@@ -47,48 +66,73 @@ impl Pool {
 
     /// Like [`Pool::nearest`] over the union of several classes.
     pub fn nearest_in(&self, q: &[f32], classes: &[usize], k: usize) -> Vec<u32> {
-        if k == 0 {
+        if k == 0 || q.len() != self.latent {
             return Vec::new();
         }
         let mut dist: Vec<f32> = Vec::new();
         let mut ids: Vec<u32> = Vec::new();
         for &c in classes {
-            let (Some(class_ids), Some(points)) = (self.ids.get(c), self.points.get(c)) else { continue };
-            dist.extend(points.chunks_exact(self.latent).map(|p| squared(p, q)));
+            let (Some(class_ids), Some(blocks)) = (self.ids.get(c), self.blocks.get(c)) else { continue };
+            self.distances(q, blocks, class_ids.len(), &mut dist);
             ids.extend_from_slice(class_ids);
         }
-        // The k-th smallest distance bounds the answer: select on bare floats (cheap), then
-        // order only the few rows at or below it by (distance, row id).
-        let cut = if k < dist.len() {
-            let mut scratch = dist.clone();
-            let (_, kth, _) = scratch.select_nth_unstable_by(k - 1, f32::total_cmp);
-            *kth
-        } else {
-            f32::INFINITY
-        };
-        let mut near: Vec<(f32, u32)> =
-            dist.iter().zip(&ids).filter(|(d, _)| d.total_cmp(&cut).is_le()).map(|(&d, &id)| (d, id)).collect();
-        near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        near.truncate(k);
-        near.into_iter().map(|(_, id)| id).collect()
+        smallest(&dist, &ids, k)
+    }
+
+    /// Appends the squared distances from `q` to the first `n` points of `blocks`.
+    fn distances(&self, q: &[f32], blocks: &[[f32; BLOCK]], n: usize, out: &mut Vec<f32>) {
+        let start = out.len();
+        let latent = self.latent.max(1);
+        out.resize(start + blocks.len() / latent * BLOCK, 0.0);
+        for (block, dist) in blocks.chunks_exact(latent).zip(out[start..].as_chunks_mut::<BLOCK>().0) {
+            *dist = block.iter().zip(q).fold([0.0f32; BLOCK], |acc, (dim, &qd)| add_squares(acc, dim, qd));
+        }
+        out.truncate(start + n);
     }
 }
 
-/// Squared Euclidean distance, in four interleaved partial sums (independent additions the
-/// compiler can overlap or vectorise, where one running sum is a serial chain).
-fn squared(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a_chunks, a_tail) = a[..n].as_chunks::<4>();
-    let (b_chunks, b_tail) = b[..n].as_chunks::<4>();
-    let mut acc = [0.0f32; 4];
-    for (p, q) in a_chunks.iter().zip(b_chunks) {
-        for l in 0..4 {
-            let d = p[l] - q[l];
-            acc[l] += d * d;
-        }
+/// `acc + (dim - q)²`, lane by lane, on values (one vector operation each).
+#[inline(always)]
+fn add_squares(mut acc: [f32; BLOCK], dim: &[f32; BLOCK], q: f32) -> [f32; BLOCK] {
+    for l in 0..BLOCK {
+        let t = dim[l] - q;
+        acc[l] += t * t;
     }
-    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| (x - y) * (x - y)).sum();
-    (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
+    acc
+}
+
+/// The ids of the `k` smallest distances, ordered by (distance, id).
+///
+/// One counting pass over the distances' top bits finds the bucket holding the `k`-th smallest;
+/// only points in it or below are kept, and they are ordered as integers: a distance's bits
+/// (sign cleared) above its id compare exactly like (distance, id).
+fn smallest(dist: &[f32], ids: &[u32], k: usize) -> Vec<u32> {
+    let bits = |d: f32| d.to_bits() & 0x7fff_ffff;
+    let mut keys: Vec<u64> = Vec::with_capacity(k.min(dist.len()) * 2);
+    let key = |i: usize| (u64::from(bits(dist[i])) << 32) | u64::from(ids[i]);
+    if k >= dist.len() {
+        keys.extend((0..dist.len()).map(key));
+    } else {
+        let mut counts = [0u32; BUCKETS];
+        for &d in dist {
+            counts[(bits(d) >> BUCKET_SHIFT) as usize] += 1;
+        }
+        let (mut cut, mut below) = (0, 0);
+        while below + (counts[cut] as usize) < k {
+            below += counts[cut] as usize;
+            cut += 1;
+        }
+        let limit = ((cut as u32 + 1) << BUCKET_SHIFT) - 1;
+        for (i, &d) in dist.iter().enumerate() {
+            if bits(d) <= limit {
+                keys.push(key(i));
+            }
+        }
+        keys.select_nth_unstable(k - 1);
+        keys.truncate(k);
+    }
+    keys.sort_unstable();
+    keys.into_iter().map(|key| key as u32).collect()
 }
 
 #[cfg(test)]
@@ -121,16 +165,37 @@ mod tests {
         assert!(pool.nearest(&[1.0, 1.0], 1, 10).is_empty());
     }
 
+    /// Squared distance summed dimension by dimension, as the pool does.
+    fn plain(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).fold(0.0, |acc, (x, y)| acc + (x - y) * (x - y))
+    }
+
     #[test]
     fn test_matches_brute_force_sort() {
-        let z: Vec<f32> = (0..200).map(|i| ((i * 37) % 101) as f32 / 10.0).collect();
-        let labels: Vec<usize> = (0..100).map(|i| i % 3).collect();
-        let pool = Pool::new(&z, 2, &labels, 3);
-        let q = [4.0, 5.0];
-        let mut all: Vec<(f32, u32)> =
-            (0..100).filter(|i| labels[*i] == 1).map(|i| (squared(&z[i * 2..i * 2 + 2], &q), i as u32)).collect();
-        all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let expect: Vec<u32> = all.iter().take(7).map(|p| p.1).collect();
-        assert_eq!(pool.nearest(&q, 1, 7), expect);
+        // Coarse values make many exact ties; several widths exercise partial blocks.
+        for latent in [1, 2, 3, 8, 11] {
+            let n = 997;
+            let z: Vec<f32> = (0..n * latent).map(|i| ((i * 37 + i / 7) % 23) as f32 / 4.0).collect();
+            let labels: Vec<usize> = (0..n).map(|i| (i * 7 / 3) % 3).collect();
+            let pool = Pool::new(&z, latent, &labels, 3);
+            let q: Vec<f32> = (0..latent).map(|d| 2.0 + d as f32 * 0.3).collect();
+            for classes in [vec![1], vec![0, 2]] {
+                let mut all: Vec<(f32, u32)> = (0..n)
+                    .filter(|i| classes.contains(&labels[*i]))
+                    .map(|i| (plain(&z[i * latent..(i + 1) * latent], &q), i as u32))
+                    .collect();
+                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                for k in [1, 7, 100, 331, 700] {
+                    let expect: Vec<u32> = all.iter().take(k).map(|p| p.1).collect();
+                    assert_eq!(pool.nearest_in(&q, &classes, k), expect, "latent {latent}, {classes:?}, k {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn test_wrong_query_width_finds_nothing() {
+        let pool = Pool::new(&[0.0, 1.0, 2.0, 3.0], 2, &[0, 0], 1);
+        assert!(pool.nearest(&[0.0], 0, 1).is_empty());
     }
 }

@@ -3,8 +3,11 @@
 //!
 //! Growth is best-first (the open leaf whose best split gains the most information is split
 //! next) under a depth bound, a minimum leaf size and a node budget, so a small budget still
-//! yields the most informative tree. Columns are presorted once; every split stably partitions
-//! each column's order, so a level costs `O(rows · columns)` and nothing is re-sorted. The tree is
+//! yields the most informative tree. Indicator columns (only 0 and 1: one-hot groups, binary
+//! features) have a single threshold, so they are judged from per-node class counts: a row adds
+//! to the counts of the few indicators set in it, and a split tallies only its smaller child
+//! (the larger one is the parent minus it). Other columns are presorted once and every split
+//! stably partitions their orders, so nothing is re-sorted. The tree is
 //! emitted as `cent_nostd::tree` records: the host and the device walk the very same bytes.
 
 use cent_nostd::tree::{Node, RECORD_LEN};
@@ -109,14 +112,18 @@ struct Split {
     gain: f64,
 }
 
-/// A node under construction: its segment of the per-column orders and its depth.
-#[derive(Debug, Clone, Copy)]
+/// A node under construction: its segment of the row orders, its depth, and its class counts
+/// (in all, and among the rows where each indicator column is 1).
+#[derive(Debug, Clone)]
 struct Open {
     node: usize,
     start: usize,
     end: usize,
     depth: usize,
     split: Option<Split>,
+    counts: Vec<usize>,
+    /// `[indicator][class]`: rows of the node with that indicator set, by class.
+    ones: Vec<u32>,
 }
 
 /// Grows a tree on `rows` (row-major, `columns` wide) with `labels` in `0..classes`, splitting
@@ -159,20 +166,36 @@ fn check_data(rows: &[f32], columns: usize, labels: &[usize], classes: usize) ->
     Ok(n)
 }
 
+/// How a candidate column is searched for its best threshold.
+#[derive(Debug, Clone, Copy)]
+enum Scan {
+    /// Values other than 0 and 1: a presorted order (index into the numeric orders).
+    Numeric(usize),
+    /// Only 0 and 1 (one-hot groups, binary features): one threshold, decided by class counts
+    /// (index into the indicator columns).
+    Indicator(usize),
+}
+
 struct Grower<'a> {
     rows: &'a [f32],
     columns: usize,
-    labels: &'a [usize],
+    labels: Vec<u8>,
     classes: usize,
-    /// Columns that may be split on.
-    candidates: Vec<usize>,
     params: TreeParams,
-    /// Per candidate column, row indices; each open node owns the same segment in all of them.
+    /// Columns that may be split on, in column order (the order ties are broken in).
+    candidates: Vec<(usize, Scan)>,
+    /// Row indices; each open node owns a segment, the same in `order` below.
+    members: Vec<u32>,
+    /// Per numeric column, row indices sorted by the column within each node's segment, and
+    /// the column's values and the labels in that order (kept in step by every partition), so
+    /// a split scan reads two contiguous arrays.
     order: Vec<Vec<u32>>,
-    /// Per candidate column, the column's values and the labels in `order`'s order (kept in
-    /// step by every partition), so a split scan reads two contiguous arrays.
     values: Vec<Vec<f32>>,
     sorted_labels: Vec<Vec<u8>>,
+    indicators: usize,
+    /// Per row, the indicator columns set in it (compressed rows: `ones_at[r]..ones_at[r + 1]`).
+    ones_at: Vec<usize>,
+    ones_of: Vec<u32>,
     /// `x log2 x` for `x` in `0..=n`.
     xlogx: Vec<f64>,
     nodes: Vec<Node>,
@@ -180,44 +203,84 @@ struct Grower<'a> {
     scratch: Vec<u32>,
     scratch_values: Vec<f32>,
     scratch_labels: Vec<u8>,
+    left: Vec<usize>,
+    right: Vec<usize>,
 }
 
 impl<'a> Grower<'a> {
     fn new(
         rows: &'a [f32],
         columns: usize,
-        labels: &'a [usize],
+        labels: &[usize],
         classes: usize,
         allowed: &[bool],
         params: TreeParams,
         n: usize,
     ) -> Self {
-        let candidates: Vec<usize> = (0..columns).filter(|&c| allowed.get(c).copied().unwrap_or(false)).collect();
-        let order: Vec<Vec<u32>> = candidates.iter().map(|&c| presort(rows, columns, c, n)).collect();
-        let values = candidates
-            .iter()
-            .zip(&order)
-            .map(|(&c, o)| o.iter().map(|&r| rows[r as usize * columns + c]).collect())
-            .collect();
         // `check_data` bounds labels by `classes`, which the tree format bounds by `u8`.
-        let sorted_labels = order.iter().map(|o| o.iter().map(|&r| labels[r as usize] as u8).collect()).collect();
+        let labels: Vec<u8> = labels.iter().map(|&l| l as u8).collect();
+        // Every pass below walks the rows in memory order (a column-wise walk of row-major data
+        // would touch a cache line per value).
+        let mut indicator = allowed.to_vec();
+        indicator.resize(columns, false);
+        for row in rows.chunks_exact(columns) {
+            for (ok, &v) in indicator.iter_mut().zip(row) {
+                *ok &= v == 0.0 || v == 1.0;
+            }
+        }
+        let (mut candidates, mut numeric, mut indicator_cols) = (Vec::new(), Vec::new(), Vec::new());
+        for c in (0..columns).filter(|&c| allowed.get(c).copied().unwrap_or(false)) {
+            if indicator[c] {
+                candidates.push((c, Scan::Indicator(indicator_cols.len())));
+                indicator_cols.push(c);
+            } else {
+                candidates.push((c, Scan::Numeric(numeric.len())));
+                numeric.push(c);
+            }
+        }
+        // A value's bits mapped to an order-preserving integer, above the row id: sorting the
+        // integers orders by (value, row) with cheap comparisons.
+        let mut keyed: Vec<Vec<u64>> = vec![Vec::with_capacity(n); numeric.len()];
+        let (mut ones_at, mut ones_of) = (Vec::with_capacity(n + 1), Vec::new());
+        ones_at.push(0);
+        for (r, row) in rows.chunks_exact(columns).enumerate() {
+            for (keys, &c) in keyed.iter_mut().zip(&numeric) {
+                keys.push((u64::from(ordered_bits(row[c])) << 32) | r as u64);
+            }
+            ones_of.extend((0..indicator_cols.len() as u32).filter(|&j| row[indicator_cols[j as usize]] == 1.0));
+            ones_at.push(ones_of.len());
+        }
+        let (mut order, mut values, mut sorted_labels) = (Vec::new(), Vec::new(), Vec::new());
+        for (mut keys, &c) in keyed.into_iter().zip(&numeric) {
+            keys.sort_unstable();
+            let rows_sorted: Vec<u32> = keys.iter().map(|&key| key as u32).collect();
+            values.push(rows_sorted.iter().map(|&r| rows[r as usize * columns + c]).collect::<Vec<f32>>());
+            sorted_labels.push(rows_sorted.iter().map(|&r| labels[r as usize]).collect::<Vec<u8>>());
+            order.push(rows_sorted);
+        }
         let xlogx = (0..=n).map(|x| if x == 0 { 0.0 } else { x as f64 * (x as f64).log2() }).collect();
         Grower {
             rows,
             columns,
             labels,
             classes,
-            candidates,
             params,
+            candidates,
+            members: (0..n as u32).collect(),
             order,
             values,
             sorted_labels,
+            indicators: indicator_cols.len(),
+            ones_at,
+            ones_of,
             xlogx,
             nodes: Vec::new(),
             goes_left: vec![false; n],
             scratch: Vec::with_capacity(n),
             scratch_values: Vec::with_capacity(n),
             scratch_labels: Vec::with_capacity(n),
+            left: vec![0; classes],
+            right: vec![0; classes],
         }
     }
 
@@ -225,20 +288,18 @@ impl<'a> Grower<'a> {
         self.rows[row as usize * self.columns + col]
     }
 
-    /// Rows of a segment, taken from the first order (or `0..n` with no candidate columns).
-    fn segment(&self, start: usize, end: usize) -> Vec<u32> {
-        match self.order.first() {
-            Some(o) => o[start..end].to_vec(),
-            None => (start as u32..end as u32).collect(),
+    /// Class counts of a segment, in all and per indicator column.
+    fn tally(&self, start: usize, end: usize) -> (Vec<usize>, Vec<u32>) {
+        let mut counts = vec![0; self.classes];
+        let mut ones = vec![0; self.indicators * self.classes];
+        for &r in &self.members[start..end] {
+            let label = usize::from(self.labels[r as usize]);
+            counts[label] += 1;
+            for &j in &self.ones_of[self.ones_at[r as usize]..self.ones_at[r as usize + 1]] {
+                ones[j as usize * self.classes + label] += 1;
+            }
         }
-    }
-
-    fn counts(&self, rows: &[u32]) -> Vec<usize> {
-        let mut c = vec![0; self.classes];
-        for &r in rows {
-            c[self.labels[r as usize]] += 1;
-        }
-        c
+        (counts, ones)
     }
 
     /// `n · H(counts)` in bits.
@@ -248,9 +309,11 @@ impl<'a> Grower<'a> {
 
     fn grow(&mut self) {
         let n = self.goes_left.len();
-        self.nodes.push(self.leaf(0, n));
-        let mut open = vec![Open { node: 0, start: 0, end: n, depth: 0, split: None }];
-        open[0].split = self.best_split(&open[0]);
+        let (counts, ones) = self.tally(0, n);
+        self.nodes.push(self.leaf(&counts, n));
+        let mut root = Open { node: 0, start: 0, end: n, depth: 0, split: None, counts, ones };
+        root.split = self.best_split(&root);
+        let mut open = vec![root];
         while self.nodes.len() + 2 <= self.params.max_nodes {
             let best = open
                 .iter()
@@ -259,42 +322,40 @@ impl<'a> Grower<'a> {
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
             let Some((i, _)) = best else { break };
             let o = open.swap_remove(i);
-            for child in self.split(o) {
-                let mut child = child;
+            for mut child in self.split(o) {
                 child.split = self.best_split(&child);
                 open.push(child);
             }
         }
     }
 
-    fn leaf(&self, start: usize, end: usize) -> Node {
-        let rows = self.segment(start, end);
-        let counts = self.counts(&rows);
-        let n = rows.len().max(1);
+    fn leaf(&self, counts: &[usize], m: usize) -> Node {
+        let n = m.max(1);
         let (class, top) = counts.iter().enumerate().fold((0, 0), |b, (k, &c)| if c > b.1 { (k, c) } else { b });
         Node::Leaf {
             class: class as u8,
             purity: top as f32 / n as f32,
-            entropy: (self.weighted_entropy(&counts, rows.len()) / n as f64) as f32,
-            samples: rows.len().min(u16::MAX as usize) as u16,
+            entropy: (self.weighted_entropy(counts, m) / n as f64) as f32,
+            samples: m.min(u16::MAX as usize) as u16,
         }
     }
 
-    fn best_split(&self, o: &Open) -> Option<Split> {
+    fn best_split(&mut self, o: &Open) -> Option<Split> {
         let m = o.end - o.start;
         if o.depth >= self.params.max_depth || m < 2 * self.params.min_leaf {
             return None;
         }
-        let total = self.counts(&self.segment(o.start, o.end));
-        let parent = self.weighted_entropy(&total, m);
+        let parent = self.weighted_entropy(&o.counts, m);
         if parent <= 1e-12 {
             return None;
         }
         let mut best: Option<Split> = None;
-        for (k, &col) in self.candidates.iter().enumerate() {
-            let values = &self.values[k][o.start..o.end];
-            let labels = &self.sorted_labels[k][o.start..o.end];
-            if let Some(s) = self.best_split_on(col, values, labels, &total, parent)
+        for i in 0..self.candidates.len() {
+            let found = match self.candidates[i] {
+                (col, Scan::Numeric(k)) => self.best_numeric_split(col, k, o, parent),
+                (col, Scan::Indicator(j)) => self.indicator_split(col, j, o, parent),
+            };
+            if let Some(s) = found
                 && best.is_none_or(|b| s.gain > b.gain + 1e-12)
             {
                 best = Some(s);
@@ -303,27 +364,45 @@ impl<'a> Grower<'a> {
         best
     }
 
-    /// Scans one column's sorted segment (its values and labels) for the threshold with the
-    /// largest gain.
-    fn best_split_on(&self, col: usize, values: &[f32], labels: &[u8], total: &[usize], parent: f64) -> Option<Split> {
+    /// The one threshold of an indicator column (rows with 0 go left), from the node's counts.
+    fn indicator_split(&mut self, col: usize, j: usize, o: &Open, parent: f64) -> Option<Split> {
+        let m = o.end - o.start;
+        let ones = &o.ones[j * self.classes..(j + 1) * self.classes];
+        let n_ones = ones.iter().map(|&c| c as usize).sum::<usize>();
+        let n_zeros = m - n_ones;
+        if n_zeros < self.params.min_leaf.max(1) || n_ones < self.params.min_leaf.max(1) {
+            return None;
+        }
+        for ((l, r), (&total, &one)) in self.left.iter_mut().zip(self.right.iter_mut()).zip(o.counts.iter().zip(ones)) {
+            *r = one as usize;
+            *l = total - one as usize;
+        }
+        let gain = parent - (self.weighted_entropy(&self.left, n_zeros) + self.weighted_entropy(&self.right, n_ones));
+        (gain > 1e-9).then(|| Split { col, threshold: midpoint(0.0, 1.0), left: n_zeros, gain })
+    }
+
+    /// Scans one numeric column's sorted segment for the threshold with the largest gain.
+    fn best_numeric_split(&mut self, col: usize, k: usize, o: &Open, parent: f64) -> Option<Split> {
+        let values = &self.values[k][o.start..o.end];
+        let labels = &self.sorted_labels[k][o.start..o.end];
         let m = values.len();
         // A constant segment has no threshold.
         if values.first() == values.last() {
             return None;
         }
-        let mut left = vec![0usize; self.classes];
-        let mut right = total.to_vec();
+        self.left.iter_mut().for_each(|c| *c = 0);
+        self.right.copy_from_slice(&o.counts);
         let mut best: Option<Split> = None;
         for i in 0..m - 1 {
             let label = usize::from(labels[i]);
-            left[label] += 1;
-            right[label] -= 1;
+            self.left[label] += 1;
+            self.right[label] -= 1;
             let nl = i + 1;
             let (v, next) = (values[i], values[i + 1]);
             if v == next || nl < self.params.min_leaf || m - nl < self.params.min_leaf {
                 continue;
             }
-            let child = self.weighted_entropy(&left, nl) + self.weighted_entropy(&right, m - nl);
+            let child = self.weighted_entropy(&self.left, nl) + self.weighted_entropy(&self.right, m - nl);
             let gain = parent - child;
             if gain > 1e-9 && best.is_none_or(|b| gain > b.gain + 1e-12) {
                 let threshold = midpoint(v, next);
@@ -334,26 +413,55 @@ impl<'a> Grower<'a> {
     }
 
     /// Splits an open node: writes the split record and its two leaves, partitions the orders.
+    /// The smaller child's counts are tallied, the larger's are the parent's minus those.
     fn split(&mut self, o: Open) -> [Open; 2] {
         let s = o.split.expect("only nodes with a split are chosen");
-        let k = self.candidates.iter().position(|&c| c == s.col).expect("split column is a candidate");
-        for &r in &self.order[k][o.start..o.end] {
+        for i in o.start..o.end {
+            let r = self.members[i];
             self.goes_left[r as usize] = self.value(r, s.col) <= s.threshold;
         }
+        self.partition_members(o.start, o.end);
         for k in 0..self.order.len() {
             self.partition(k, o.start, o.end);
         }
         let mid = o.start + s.left;
+        let left_smaller = mid - o.start <= o.end - mid;
+        let small = if left_smaller { (o.start, mid) } else { (mid, o.end) };
+        let (small_counts, small_ones) = self.tally(small.0, small.1);
+        let large_counts: Vec<usize> = o.counts.iter().zip(&small_counts).map(|(p, c)| p - c).collect();
+        let large_ones: Vec<u32> = o.ones.iter().zip(&small_ones).map(|(p, c)| p - c).collect();
+        let ((lc, lo), (rc, ro)) = if left_smaller {
+            ((small_counts, small_ones), (large_counts, large_ones))
+        } else {
+            ((large_counts, large_ones), (small_counts, small_ones))
+        };
         let (left, right) = (self.nodes.len(), self.nodes.len() + 1);
         self.nodes[o.node] =
             Node::Split { col: s.col as u8, threshold: s.threshold, left: left as u16, right: right as u16 };
-        self.nodes.push(self.leaf(o.start, mid));
-        self.nodes.push(self.leaf(mid, o.end));
+        self.nodes.push(self.leaf(&lc, mid - o.start));
+        self.nodes.push(self.leaf(&rc, o.end - mid));
         let d = o.depth + 1;
         [
-            Open { node: left, start: o.start, end: mid, depth: d, split: None },
-            Open { node: right, start: mid, end: o.end, depth: d, split: None },
+            Open { node: left, start: o.start, end: mid, depth: d, split: None, counts: lc, ones: lo },
+            Open { node: right, start: mid, end: o.end, depth: d, split: None, counts: rc, ones: ro },
         ]
+    }
+
+    /// Stable partition of the members' segment: rows going left first.
+    fn partition_members(&mut self, start: usize, end: usize) {
+        self.scratch.clear();
+        let seg = &mut self.members[start..end];
+        let mut w = 0;
+        for i in 0..seg.len() {
+            let r = seg[i];
+            if self.goes_left[r as usize] {
+                seg[w] = r;
+                w += 1;
+            } else {
+                self.scratch.push(r);
+            }
+        }
+        seg[w..].copy_from_slice(&self.scratch);
     }
 
     /// Stable partition of one order's segment (and its values and labels): rows going left
@@ -389,18 +497,10 @@ impl<'a> Grower<'a> {
     }
 }
 
-/// Row indices sorted by column `c` (ties by row index). Indicator columns (only 0 and 1, the
-/// one-hot groups) are split in one pass; others are sorted on extracted keys.
-fn presort(rows: &[f32], columns: usize, c: usize, n: usize) -> Vec<u32> {
-    let value = |r: usize| rows[r * columns + c];
-    if (0..n).all(|r| value(r) == 0.0 || value(r) == 1.0) {
-        let zeros = (0..n as u32).filter(|&r| value(r as usize) == 0.0);
-        let ones = (0..n as u32).filter(|&r| value(r as usize) == 1.0);
-        return zeros.chain(ones).collect();
-    }
-    let mut keyed: Vec<(f32, u32)> = (0..n).map(|r| (value(r), r as u32)).collect();
-    keyed.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    keyed.into_iter().map(|(_, r)| r).collect()
+/// `v`'s bits as an integer that orders like [`f32::total_cmp`].
+fn ordered_bits(v: f32) -> u32 {
+    let b = v.to_bits();
+    if b >> 31 == 1 { !b } else { b | 0x8000_0000 }
 }
 
 /// A threshold strictly between `a < b` that `a` satisfies (`a <= t < b`), also when the
@@ -500,5 +600,62 @@ mod tests {
         let b = f32::from_bits(a.to_bits() + 1);
         let t = midpoint(a, b);
         assert!(a <= t && t < b);
+    }
+
+    #[test]
+    fn test_indicator_counts_agree_with_the_sorted_scan() {
+        // One-hot groups and numeric columns. Doubling the indicators (values 0 and 2) sends them
+        // through the sorted scan instead of the count path: the same tree must come out, with
+        // thresholds at 1 instead of 0.5.
+        let mut seed = 7u64;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let (groups, numeric) = ([3usize, 5, 2, 7], 3);
+        let cols = numeric + groups.iter().sum::<usize>();
+        for case in 0..60 {
+            let n = 20 + next(600) as usize;
+            let classes = 2 + case % 3;
+            let mut rows = vec![0.0f32; n * cols];
+            let mut labels = vec![0usize; n];
+            for (row, label) in rows.chunks_exact_mut(cols).zip(&mut labels) {
+                for (c, v) in row[..numeric].iter_mut().enumerate() {
+                    *v = next(5 + 40 * c as u64) as f32 / 7.0;
+                }
+                let mut offset = numeric;
+                for g in groups {
+                    row[offset + next(g as u64) as usize] = 1.0;
+                    offset += g;
+                }
+                let score = row[0] + 2.0 * row[4] + row[9] - 0.3 * row[1] + next(3) as f32 * 0.5;
+                *label = score as usize % classes;
+            }
+            let doubled: Vec<f32> = rows
+                .chunks_exact(cols)
+                .flat_map(|r| r.iter().enumerate().map(|(c, &v)| if c < numeric { v } else { 2.0 * v }))
+                .collect();
+            let allowed: Vec<bool> = (0..cols).map(|c| (c + case) % 5 != 0).collect();
+            let p = TreeParams { max_depth: 1 + case % 8, min_leaf: 1 + case % 6, max_nodes: 3 + (case * 7) % 125 };
+            let a = fit(&rows, cols, &labels, classes, &allowed, p).unwrap();
+            let b = fit(&doubled, cols, &labels, classes, &allowed, p).unwrap();
+            assert_eq!(a.nodes(), b.nodes(), "case {case}");
+            let (ta, tb) = (a.tree(), b.tree());
+            for i in 0..ta.len() as u16 {
+                match (ta.node(i).unwrap(), tb.node(i).unwrap()) {
+                    (
+                        Node::Split { col, threshold, left, right },
+                        Node::Split { col: c2, threshold: t2, left: l2, right: r2 },
+                    ) => {
+                        assert_eq!((col, left, right), (c2, l2, r2), "case {case}, node {i}");
+                        let expect = if (col as usize) < numeric { threshold } else { 2.0 * threshold };
+                        assert_eq!(expect, t2, "case {case}, node {i}");
+                    }
+                    (leaf_a, leaf_b) => assert_eq!(leaf_a, leaf_b, "case {case}, node {i}"),
+                }
+            }
+        }
     }
 }
