@@ -135,8 +135,8 @@ pub struct Explanation {
     pub fidelity: f64,
     pub neighbours: usize,
     pub tree_nodes: usize,
-    /// Contrast leaves examined, leaves where a candidate could be built, and candidates the
-    /// model or the re-check rejected.
+    /// Contrast leaves examined, leaves where a candidate could be built, and distinct
+    /// candidates the model or the re-check rejected.
     pub examined: usize,
     pub built: usize,
     pub rejected: usize,
@@ -355,11 +355,17 @@ impl<'a> Explainer<'a> {
             let mut built = false;
             // One draw per leaf, replayed at every margin: the moves grow monotonically.
             let draw = Xoshiro128PlusPlus::seed_from_u64(self.config.seed ^ (u64::from(hit.leaf) << 40));
+            // A margin that lands on the previous margin's point (a category switch ignores
+            // margins) would only repeat that candidate; it is skipped.
+            let mut last: Option<Vec<f32>> = None;
             for step in MARGIN_LADDER {
                 let q = Query { margin: query.margin * step, ..query.clone() };
                 if counterfactual::realize(&self.schema, &q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok() {
                     built = true;
-                    cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, x: self.formatted(x, &buf) });
+                    if last.as_deref() != Some(buf.as_slice()) {
+                        cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, x: self.formatted(x, &buf) });
+                        last = Some(buf.clone());
+                    }
                 }
             }
             out.built += usize::from(built);
