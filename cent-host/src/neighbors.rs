@@ -3,14 +3,15 @@
 //!
 //! The pool (training split) is encoded and labelled by the black box once. Each class keeps
 //! its own id array, so a neighbour's position inside its class maps back to the right pool
-//! row. The search is exact: per query one pass over each class's points through a bounded heap.
+//! row. The search is exact: per query one vectorised pass over each class's points for the
+//! distances, then a bucket count that leaves only the few points near the cut to be ordered.
 
 /// Points per block of the pool's layout: a block stores its points dimension by dimension,
 /// so one query's distances to a block are a few whole-block (vectorised) operations.
 const BLOCK: usize = 8;
 
 /// Distance buckets of the selection: the top bits of a non-negative `f32` (sign excluded),
-/// which order like the values. 11 bits keep the exponent and two mantissa bits.
+/// which order like the values. 11 bits keep the exponent and three mantissa bits.
 const BUCKET_SHIFT: u32 = 20;
 const BUCKETS: usize = 1 << (31 - BUCKET_SHIFT);
 
