@@ -18,11 +18,8 @@ cargo build -p cent-nostd --target thumbv7em-none-eabihf --locked
 cargo build -p cent-nostd --target thumbv7em-none-eabihf --features defmt --locked
 cargo clippy -p cent-nostd --target thumbv7em-none-eabihf --features defmt --locked -- -D warnings
 
-step "tests (workspace: unit, property, integration, doc)"
-cargo test --workspace --locked
-
 if [ -d firmware ]; then
-  step "firmware under QEMU"
+  step "firmware: fmt, clippy, release build (text and defmt)"
   # Own workspace: cargo must run inside it (its .cargo/config.toml sets the target), and its
   # target dir is pinned to the one the parity test uses.
   (
@@ -36,7 +33,11 @@ if [ -d firmware ]; then
     cargo clippy --release --locked --bins --lib --features defmt -- -D warnings
     cargo build --release --locked --bins --features defmt
   )
-  # Bit-exact parity with the host's native run, and refusal of a corrupted bundle (needs
-  # qemu-system-arm from .ci/setup.sh; fails without it).
-  cargo test -p cent-tests --test firmware --locked
 fi
+
+# The workspace tests include the firmware's bit-exact parity with the host's native run under
+# QEMU (tests/tests/firmware.rs; needs qemu-system-arm from .ci/setup.sh and fails without it).
+# One `cargo test --workspace`: testing a single package would unify features differently and
+# rebuild every dependency a second time.
+step "tests (workspace: unit, property, integration, doc, firmware parity)"
+cargo test --workspace --locked
