@@ -281,14 +281,10 @@ impl<'a> Explainer<'a> {
         let order = crate::data::split::permutation(ids.len(), self.config.seed);
         let held = ((ids.len() as f64) * self.config.holdout).round() as usize;
         let held = if ids.len() - held < 2 { 0 } else { held };
-        let (rows, labels_all) = self.projected(x, query, &ids);
-        let (mut train, mut train_y, mut test, mut test_y) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (pos, &i) in order.iter().enumerate() {
-            let row = &rows[i * cols..(i + 1) * cols];
-            let (rows, labels) = if pos < held { (&mut test, &mut test_y) } else { (&mut train, &mut train_y) };
-            rows.extend_from_slice(row);
-            labels.push(labels_all[i]);
-        }
+        let (held_out, fitted) = order.split_at(held);
+        let pick = |positions: &[usize]| positions.iter().map(|&i| ids[i]).collect::<Vec<u32>>();
+        let (train, train_y) = self.projected(x, query, &pick(fitted));
+        let (test, test_y) = self.projected(x, query, &pick(held_out));
         let allowed = self.mutable_columns(query);
         let g = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
         let fidelity = if test_y.is_empty() { g.fidelity(&train, &train_y) } else { g.fidelity(&test, &test_y) };

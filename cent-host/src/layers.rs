@@ -82,15 +82,8 @@ impl<'a> Transposed<'a> {
 
     /// [`Dense::forward_into`], same additions in the same order. `nonzero` is scratch.
     fn forward_into(&self, x: &[f32], nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
-        // The non-zero inputs' indices, gathered without a data-dependent branch (which input
-        // of a one-hot group is set varies row to row and would defeat branch prediction).
         let inputs = x.len().min(self.layer.inputs);
-        nonzero.resize(inputs, 0);
-        let mut count = 0;
-        for (i, &v) in x[..inputs].iter().enumerate() {
-            nonzero[count] = i as u32;
-            count += usize::from(v != 0.0);
-        }
+        let count = nonzero_inputs(&x[..inputs], nonzero);
         let nonzero = &nonzero[..count];
         out.clear();
         // Small layers keep their accumulators in registers (a block count known at compile
@@ -127,6 +120,55 @@ impl<'a> Transposed<'a> {
         }
         acc
     }
+}
+
+/// For each 8-bit mask, the positions of its set bits in increasing order (then padding), and
+/// how many there are.
+const SET_BITS: [[u32; 8]; 256] = {
+    let mut table = [[0u32; 8]; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut bit, mut n) = (0, 0);
+        while bit < 8 {
+            if mask & (1 << bit) != 0 {
+                table[mask][n] = bit as u32;
+                n += 1;
+            }
+            bit += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+
+/// Writes the indices of `x`'s non-zero values, in order, to the front of `out` and returns how
+/// many there are. Eight values at a time and without a data-dependent branch (which input of
+/// a one-hot group is set varies row to row and would defeat branch prediction): the values'
+/// magnitudes give an 8-bit mask, and a table lists the mask's set bits.
+fn nonzero_inputs(x: &[f32], out: &mut Vec<u32>) -> usize {
+    // Every chunk writes 8 slots, of which the next chunk overwrites the unused ones.
+    out.resize(x.len() + 8, 0);
+    let (chunks, rest) = x.as_chunks::<8>();
+    let mut count = 0;
+    for (c, chunk) in chunks.iter().enumerate() {
+        // A value is non-zero when its bits without the sign are; adding 0x7fff_ffff to those
+        // carries into bit 31 exactly then (NaN counts as non-zero, as `v != 0.0` does).
+        let mut mask = 0u32;
+        for (l, &v) in chunk.iter().enumerate() {
+            mask |= (((v.to_bits() & 0x7fff_ffff) + 0x7fff_ffff) >> 31) << l;
+        }
+        let positions = &SET_BITS[mask as usize];
+        let base = (c * 8) as u32;
+        for (slot, &p) in out[count..count + 8].iter_mut().zip(positions) {
+            *slot = base + p;
+        }
+        count += mask.count_ones() as usize;
+    }
+    for (i, &v) in rest.iter().enumerate() {
+        out[count] = (chunks.len() * 8 + i) as u32;
+        count += usize::from(v != 0.0);
+    }
+    count
 }
 
 /// `a + w·v`, lane by lane, on values (the accumulator in registers, not behind a pointer
@@ -169,13 +211,14 @@ impl Mlp {
         let layers: Vec<Transposed<'_>> = self.layers.iter().map(Transposed::new).collect();
         let (mut cur, mut next, mut nonzero) = (Vec::new(), Vec::new(), Vec::new());
         for row in rows.chunks_exact(width) {
-            cur.clear();
-            cur.extend_from_slice(row);
+            // The first layer reads the row in place; later ones the previous layer's output.
+            let mut input = row;
             for layer in &layers {
-                layer.forward_into(&cur, &mut nonzero, &mut next);
+                layer.forward_into(input, &mut nonzero, &mut next);
                 std::mem::swap(&mut cur, &mut next);
+                input = &cur;
             }
-            out.extend_from_slice(&cur);
+            out.extend_from_slice(input);
         }
         out
     }
@@ -227,6 +270,21 @@ mod tests {
                     let plain = (z + f64::from(l.bias[o])).max(0.0);
                     assert!((f64::from(*h) - plain).abs() < 1e-5, "width {width}, output {o}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn test_nonzero_inputs_match_a_plain_filter() {
+        let specials = [0.0, -0.0, 1.0, -2.5, f32::NAN, f32::INFINITY, f32::MIN_POSITIVE, -f32::MIN_POSITIVE / 2.0];
+        let mut out = Vec::new();
+        for len in [0, 1, 7, 8, 9, 16, 23, 108] {
+            for seed in 0..20usize {
+                let x: Vec<f32> =
+                    (0..len).map(|i| specials[(i * 7 + seed * 13 + i * i * seed) % specials.len()]).collect();
+                let count = nonzero_inputs(&x, &mut out);
+                let plain: Vec<u32> = (0..len as u32).filter(|&i| x[i as usize] != 0.0).collect();
+                assert_eq!(&out[..count], plain.as_slice(), "len {len}, seed {seed}");
             }
         }
     }

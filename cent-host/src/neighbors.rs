@@ -70,23 +70,26 @@ impl Pool {
         if k == 0 || q.len() != self.latent {
             return Vec::new();
         }
-        let mut dist: Vec<f32> = Vec::new();
-        let mut ids: Vec<u32> = Vec::new();
-        for &c in classes {
-            let (Some(class_ids), Some(blocks)) = (self.ids.get(c), self.blocks.get(c)) else { continue };
-            self.distances(q, blocks, class_ids.len(), &mut dist);
-            ids.extend_from_slice(class_ids);
+        let classes: Vec<(&[u32], &[[f32; BLOCK]])> = classes
+            .iter()
+            .filter_map(|&c| Some((self.ids.get(c)?.as_slice(), self.blocks.get(c)?.as_slice())))
+            .collect();
+        let total = classes.iter().map(|(ids, _)| ids.len()).sum::<usize>();
+        let mut dist = Vec::with_capacity(total + BLOCK);
+        for &(ids, blocks) in &classes {
+            self.distances(q, blocks, ids.len(), &mut dist);
         }
+        let ids: Vec<&[u32]> = classes.iter().map(|&(ids, _)| ids).collect();
         smallest(&dist, &ids, k)
     }
 
     /// Appends the squared distances from `q` to the first `n` points of `blocks`.
     fn distances(&self, q: &[f32], blocks: &[[f32; BLOCK]], n: usize, out: &mut Vec<f32>) {
         let start = out.len();
-        let latent = self.latent.max(1);
-        out.resize(start + blocks.len() / latent * BLOCK, 0.0);
-        for (block, dist) in blocks.chunks_exact(latent).zip(out[start..].as_chunks_mut::<BLOCK>().0) {
-            *dist = block.iter().zip(q).fold([0.0f32; BLOCK], |acc, (dim, &qd)| add_squares(acc, dim, qd));
+        for block in blocks.chunks_exact(self.latent.max(1)) {
+            out.extend_from_slice(
+                &block.iter().zip(q).fold([0.0f32; BLOCK], |acc, (dim, &qd)| add_squares(acc, dim, qd)),
+            );
         }
         out.truncate(start + n);
     }
@@ -107,13 +110,10 @@ fn add_squares(mut acc: [f32; BLOCK], dim: &[f32; BLOCK], q: f32) -> [f32; BLOCK
 /// One counting pass over the distances' top bits finds the bucket holding the `k`-th smallest;
 /// only points in it or below are kept, and they are ordered as integers: a distance's bits
 /// (sign cleared) above its id compare exactly like (distance, id).
-fn smallest(dist: &[f32], ids: &[u32], k: usize) -> Vec<u32> {
+fn smallest(dist: &[f32], ids: &[&[u32]], k: usize) -> Vec<u32> {
     let bits = |d: f32| d.to_bits() & 0x7fff_ffff;
-    let mut keys: Vec<u64> = Vec::with_capacity(k.min(dist.len()) * 2);
-    let key = |i: usize| (u64::from(bits(dist[i])) << 32) | u64::from(ids[i]);
-    if k >= dist.len() {
-        keys.extend((0..dist.len()).map(key));
-    } else {
+    let mut limit = u32::MAX;
+    if k < dist.len() {
         let mut counts = [0u32; BUCKETS];
         for &d in dist {
             counts[(bits(d) >> BUCKET_SHIFT) as usize] += 1;
@@ -123,12 +123,21 @@ fn smallest(dist: &[f32], ids: &[u32], k: usize) -> Vec<u32> {
             below += counts[cut] as usize;
             cut += 1;
         }
-        let limit = ((cut as u32 + 1) << BUCKET_SHIFT) - 1;
-        for (i, &d) in dist.iter().enumerate() {
+        limit = ((cut as u32 + 1) << BUCKET_SHIFT) - 1;
+    }
+    // `dist` holds the classes' segments one after the other, in the order of `ids`.
+    let mut keys: Vec<u64> = Vec::with_capacity(k.min(dist.len()) * 2);
+    let mut segment = dist;
+    for ids in ids {
+        let (here, rest) = segment.split_at(ids.len().min(segment.len()));
+        for (&d, &id) in here.iter().zip(*ids) {
             if bits(d) <= limit {
-                keys.push(key(i));
+                keys.push((u64::from(bits(d)) << 32) | u64::from(id));
             }
         }
+        segment = rest;
+    }
+    if k < keys.len() {
         keys.select_nth_unstable(k - 1);
         keys.truncate(k);
     }

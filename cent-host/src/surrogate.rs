@@ -238,22 +238,22 @@ impl<'a> Grower<'a> {
                 numeric.push(c);
             }
         }
-        // A value's bits mapped to an order-preserving integer, above the row id: sorting the
-        // integers orders by (value, row) with cheap comparisons.
-        let mut keyed: Vec<Vec<u64>> = vec![Vec::with_capacity(n); numeric.len()];
         let (mut ones_at, mut ones_of) = (Vec::with_capacity(n + 1), Vec::new());
         ones_at.push(0);
-        for (r, row) in rows.chunks_exact(columns).enumerate() {
-            for (keys, &c) in keyed.iter_mut().zip(&numeric) {
-                keys.push((u64::from(ordered_bits(row[c])) << 32) | r as u64);
-            }
+        for row in rows.chunks_exact(columns) {
             ones_of.extend((0..indicator_cols.len() as u32).filter(|&j| row[indicator_cols[j as usize]] == 1.0));
             ones_at.push(ones_of.len());
         }
+        // Each numeric column's rows by value, ties by row: a stable radix sort of the
+        // ascending row ids on an order-preserving integer form of the value.
         let (mut order, mut values, mut sorted_labels) = (Vec::new(), Vec::new(), Vec::new());
-        for (mut keys, &c) in keyed.into_iter().zip(&numeric) {
-            keys.sort_unstable();
-            let rows_sorted: Vec<u32> = keys.iter().map(|&key| key as u32).collect();
+        let mut keys = vec![0u32; n];
+        for &c in &numeric {
+            for (key, row) in keys.iter_mut().zip(rows.chunks_exact(columns)) {
+                *key = ordered_bits(row[c]);
+            }
+            let mut rows_sorted: Vec<u32> = (0..n as u32).collect();
+            radsort::sort_by_key(&mut rows_sorted, |&r| keys[r as usize]);
             values.push(rows_sorted.iter().map(|&r| rows[r as usize * columns + c]).collect::<Vec<f32>>());
             sorted_labels.push(rows_sorted.iter().map(|&r| labels[r as usize]).collect::<Vec<u8>>());
             order.push(rows_sorted);
