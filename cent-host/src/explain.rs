@@ -305,12 +305,13 @@ impl<'a> Explainer<'a> {
             let id = id as usize;
             rows.extend_from_slice(&self.pool_rows[id * cols..(id + 1) * cols]);
         }
-        let constrained = (0..self.schema.features().len()).any(|j| query.mutability[j] != Mutability::Free);
-        if !constrained {
+        // Only features the query constrains change a row; with none, the rows are the pool's.
+        let steps = projection(&self.schema, query, cols.min(x.len()));
+        if steps.is_empty() {
             return (rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect());
         }
         for row in rows.chunks_exact_mut(cols) {
-            project(&self.schema, query, x, row);
+            apply_projection(&steps, x, row);
         }
         let labels = self.model.predict(&rows);
         (rows, labels)
@@ -480,19 +481,38 @@ impl<'a> Explainer<'a> {
 
 /// Moves one encoded row onto what the query `x` can reach under `query`: immutable features
 /// take `x`'s values; one-direction single-column features are clamped at `x`'s value (a
-/// one-hot group has no order and is left as it is).
+/// one-hot group has no order and is left as it is). Per query, [`projection`] computes the
+/// steps once and [`apply_projection`] applies them to each row.
+#[cfg(test)]
 fn project(schema: &Schema, query: &Query, x: &[f32], row: &mut [f32]) {
+    apply_projection(&projection(schema, query, x.len().min(row.len())), x, row);
+}
+
+/// The steps of [`project`] for a query: the spans it changes (within `width` columns) and how.
+fn projection(schema: &Schema, query: &Query, width: usize) -> Vec<(std::ops::Range<usize>, Mutability)> {
+    let mut steps = Vec::new();
     for (j, f) in schema.features().iter().enumerate() {
         let span = f.columns();
-        if span.end > row.len() || span.end > x.len() {
-            continue;
+        let acts = match query.mutability[j] {
+            Mutability::Free => false,
+            Mutability::Immutable => true,
+            Mutability::IncreaseOnly | Mutability::DecreaseOnly => span.len() == 1,
+        };
+        if acts && span.end <= width {
+            steps.push((span, query.mutability[j]));
         }
-        match query.mutability[j] {
+    }
+    steps
+}
+
+fn apply_projection(steps: &[(std::ops::Range<usize>, Mutability)], x: &[f32], row: &mut [f32]) {
+    for (span, how) in steps {
+        let (Some(to), Some(from)) = (row.get_mut(span.clone()), x.get(span.clone())) else { continue };
+        match how {
+            Mutability::Immutable => to.copy_from_slice(from),
+            Mutability::IncreaseOnly => to[0] = to[0].max(from[0]),
+            Mutability::DecreaseOnly => to[0] = to[0].min(from[0]),
             Mutability::Free => {}
-            Mutability::Immutable => row[span.clone()].copy_from_slice(&x[span]),
-            Mutability::IncreaseOnly if span.len() == 1 => row[span.start] = row[span.start].max(x[span.start]),
-            Mutability::DecreaseOnly if span.len() == 1 => row[span.start] = row[span.start].min(x[span.start]),
-            Mutability::IncreaseOnly | Mutability::DecreaseOnly => {}
         }
     }
 }
