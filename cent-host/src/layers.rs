@@ -156,7 +156,7 @@ const SET_COUNTS: [u8; 256] = {
 /// many there are. Eight values at a time and without a data-dependent branch (which input of
 /// a one-hot group is set varies row to row and would defeat branch prediction): the values
 /// give an 8-bit mask, and a table lists the mask's set bits.
-fn nonzero_inputs(x: &[f32], out: &mut Vec<u32>) -> usize {
+pub(crate) fn nonzero_inputs(x: &[f32], out: &mut Vec<u32>) -> usize {
     // Every chunk writes 8 slots, of which the next chunk overwrites the unused ones.
     out.resize(x.len() + 8, 0);
     let (chunks, rest) = x.as_chunks::<8>();

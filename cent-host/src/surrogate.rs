@@ -225,18 +225,31 @@ impl<'a> Grower<'a> {
         // `check_data` bounds labels by `classes`, which the tree format bounds by `u8`.
         let labels: Vec<u8> = labels.iter().map(|&l| l as u8).collect();
         // Every pass below walks the rows in memory order (a column-wise walk of row-major data
-        // would touch a cache line per value).
+        // would touch a cache line per value). Each row's non-zero columns are listed once
+        // (one-hot rows are mostly zeros): a column is an indicator when every non-zero value
+        // in it is 1, and a row's ones are its listed indicator columns.
+        let (mut nonzero_at, mut nonzero_cols) = (Vec::with_capacity(n + 1), Vec::new());
+        nonzero_at.push(0);
+        let mut scratch = Vec::new();
+        for row in rows.chunks_exact(columns) {
+            let count = crate::layers::nonzero_inputs(row, &mut scratch);
+            nonzero_cols.extend_from_slice(&scratch[..count]);
+            nonzero_at.push(nonzero_cols.len());
+        }
         let mut indicator = allowed.to_vec();
         indicator.resize(columns, false);
-        for row in rows.chunks_exact(columns) {
-            for (ok, &v) in indicator.iter_mut().zip(row) {
-                *ok &= v == 0.0 || v == 1.0;
+        for (r, row) in rows.chunks_exact(columns).enumerate() {
+            for &c in &nonzero_cols[nonzero_at[r]..nonzero_at[r + 1]] {
+                indicator[c as usize] &= row[c as usize] == 1.0;
             }
         }
         let (mut candidates, mut numeric, mut indicator_cols) = (Vec::new(), Vec::new(), Vec::new());
+        // Column -> its index among the indicator columns (`u32::MAX` for the others).
+        let mut indicator_index = vec![u32::MAX; columns];
         for c in (0..columns).filter(|&c| allowed.get(c).copied().unwrap_or(false)) {
             if indicator[c] {
                 candidates.push((c, Scan::Indicator(indicator_cols.len())));
+                indicator_index[c] = indicator_cols.len() as u32;
                 indicator_cols.push(c);
             } else {
                 candidates.push((c, Scan::Numeric(numeric.len())));
@@ -245,8 +258,9 @@ impl<'a> Grower<'a> {
         }
         let (mut ones_at, mut ones_of) = (Vec::with_capacity(n + 1), Vec::new());
         ones_at.push(0);
-        for row in rows.chunks_exact(columns) {
-            ones_of.extend((0..indicator_cols.len() as u32).filter(|&j| row[indicator_cols[j as usize]] == 1.0));
+        for r in 0..n {
+            let listed = nonzero_cols[nonzero_at[r]..nonzero_at[r + 1]].iter();
+            ones_of.extend(listed.map(|&c| indicator_index[c as usize]).filter(|&j| j != u32::MAX));
             ones_at.push(ones_of.len());
         }
         // Each numeric column's rows by value, ties by row: a stable radix sort of the
