@@ -1,26 +1,27 @@
 //! Latent neighbours of a query: `k/2` nearest pool points of the fact class and `k/2` of the
 //! contrast class(es), in the VAE's mean space (design §3.3).
 //!
-//! The pool (training split) is encoded and labelled by the black box once. Each class keeps
-//! its own id array, so a neighbour's position inside its class maps back to the right pool
-//! row. The search is exact. A sample of the points (every eighth block) gives a distance that
-//! the `k`-th nearest almost surely lies under; one vectorised pass then keeps only the points
-//! within it, and those few are ordered. When the sample's cut turns out too tight (fewer than
-//! `k` points within), the pass is repeated with no cut, so the answer never depends on it.
+//! The pool (training split) is encoded and labelled by the black box once. Each class's points
+//! are split, once, into leaves of at most [`LEAF`] points by repeated median cuts along the
+//! widest dimension (the buckets of a k-d tree), each leaf with its bounding box. A query ranks
+//! the leaves by the distance to their boxes (a lower bound on every point inside) and visits
+//! them nearest first: once `k` points are in hand, the `k`-th distance is a cut, and the visit
+//! stops at the first leaf whose box lies beyond it. The search is exact: its answer is the `k`
+//! smallest (distance, row id) pairs over every point, as a full scan would give.
 
 /// Points per block of the pool's layout: a block stores its points dimension by dimension,
 /// so one query's distances to a block are a few whole-block (vectorised) operations.
 const BLOCK: usize = 8;
 
+/// Points per leaf at most.
+const LEAF: usize = 128;
+
 /// Latent widths are padded with zero dimensions (which add exactly nothing to a squared
 /// distance) to a multiple of this.
 const DIM_STEP: usize = 4;
 
-/// Blocks whose distances are computed before they are tested.
-const RUN: usize = 32;
-
-/// One block in this many is in the sample that sets the cut.
-const SAMPLE_STRIDE: usize = 8;
+/// Id of an unused lane (a leaf's last block may be partly filled).
+const NONE: u32 = u32::MAX;
 
 /// A distance's bits with the sign cleared, as a non-negative `i32`: they order like the
 /// distances (squared distances are never negative; a NaN orders after every number).
@@ -35,10 +36,86 @@ pub struct Pool {
     latent: usize,
     /// `latent` padded with zero dimensions to a multiple of [`DIM_STEP`].
     dims: usize,
-    /// Per class: pool row ids, and their latent points in blocks of [`BLOCK`] (`[block][dim]
-    /// [lane]`, `dims` dimensions; a last block's unused lanes are never reported).
-    ids: Vec<Vec<u32>>,
-    blocks: Vec<Vec<[f32; BLOCK]>>,
+    classes: Vec<Class>,
+}
+
+/// One class's points, leaf by leaf.
+#[derive(Debug, Clone, Default)]
+struct Class {
+    size: usize,
+    /// Pool row ids, one per lane of `blocks` ([`NONE`] in unused lanes).
+    ids: Vec<u32>,
+    /// The points in blocks of [`BLOCK`]: `[block][dim][lane]`, `dims` dimensions.
+    blocks: Vec<[f32; BLOCK]>,
+    /// Per leaf, its blocks (`start..end`).
+    leaves: Vec<(u32, u32)>,
+    /// Per leaf, the lowest and highest value of each dimension (`[leaf][dim]`).
+    lo: Vec<f32>,
+    hi: Vec<f32>,
+}
+
+impl Class {
+    fn new(z: &[f32], latent: usize, dims: usize, rows: Vec<u32>) -> Self {
+        let point = |r: u32| &z[r as usize * latent..(r as usize + 1) * latent];
+        let mut class = Class { size: rows.len(), ..Class::default() };
+        let mut rows = rows;
+        // Median cuts until every part fits a leaf; parts are emitted left to right.
+        let mut parts = vec![(0, rows.len())];
+        let mut spans = Vec::new();
+        while let Some((start, end)) = parts.pop() {
+            if end - start <= LEAF {
+                spans.push((start, end));
+                continue;
+            }
+            let part = &mut rows[start..end];
+            let (mut lo, mut hi) = (vec![f32::INFINITY; latent], vec![f32::NEG_INFINITY; latent]);
+            for &r in part.iter() {
+                for (d, &v) in point(r).iter().enumerate() {
+                    lo[d] = lo[d].min(v);
+                    hi[d] = hi[d].max(v);
+                }
+            }
+            let widest = (0..latent).max_by(|&a, &b| (hi[a] - lo[a]).total_cmp(&(hi[b] - lo[b])).then(b.cmp(&a)));
+            let d = widest.unwrap_or(0);
+            let mid = part.len() / 2;
+            part.select_nth_unstable_by(mid, |&a, &b| point(a)[d].total_cmp(&point(b)[d]).then(a.cmp(&b)));
+            parts.push((start + mid, end));
+            parts.push((start, start + mid));
+        }
+        for (start, end) in spans {
+            let first = class.blocks.len() / dims;
+            let leaf = &rows[start..end];
+            let blocks = leaf.len().div_ceil(BLOCK);
+            class.blocks.resize((first + blocks) * dims, [0.0; BLOCK]);
+            class.ids.resize((first + blocks) * BLOCK, NONE);
+            let (mut lo, mut hi) = (vec![0.0f32; dims], vec![0.0f32; dims]);
+            lo[..latent].fill(f32::INFINITY);
+            hi[..latent].fill(f32::NEG_INFINITY);
+            for (p, &r) in leaf.iter().enumerate() {
+                let (b, lane) = (first + p / BLOCK, p % BLOCK);
+                class.ids[b * BLOCK + lane] = r;
+                for (d, &v) in point(r).iter().enumerate() {
+                    class.blocks[b * dims + d][lane] = v;
+                    lo[d] = lo[d].min(v);
+                    hi[d] = hi[d].max(v);
+                }
+            }
+            class.leaves.push((first as u32, (first + blocks) as u32));
+            class.lo.extend(lo);
+            class.hi.extend(hi);
+        }
+        class
+    }
+
+    /// Squared distance from `q` to leaf `leaf`'s box.
+    fn box_distance(&self, leaf: usize, q: &[f32]) -> f32 {
+        let dims = q.len();
+        let (lo, hi) = (&self.lo[leaf * dims..(leaf + 1) * dims], &self.hi[leaf * dims..(leaf + 1) * dims]);
+        q.iter().zip(lo.iter().zip(hi)).fold(0.0, |acc, (&v, (&l, &h))| {
+            let gap = (l - v).max(0.0) + (v - h).max(0.0);
+            acc + gap * gap
+        })
+    }
 }
 
 impl Pool {
@@ -51,20 +128,8 @@ impl Pool {
             }
         }
         let dims = latent.next_multiple_of(DIM_STEP);
-        let blocks = ids
-            .iter()
-            .map(|class_ids| {
-                let mut blocks = vec![[0.0; BLOCK]; class_ids.len().div_ceil(BLOCK) * dims];
-                for (p, &row) in class_ids.iter().enumerate() {
-                    let point = &z[row as usize * latent..(row as usize + 1) * latent];
-                    for (d, &v) in point.iter().enumerate() {
-                        blocks[(p / BLOCK) * dims + d][p % BLOCK] = v;
-                    }
-                }
-                blocks
-            })
-            .collect();
-        Pool { latent, dims, ids, blocks }
+        let classes = ids.into_iter().map(|rows| Class::new(z, latent, dims, rows)).collect();
+        Pool { latent, dims, classes }
     }
 
     pub fn latent(&self) -> usize {
@@ -73,7 +138,7 @@ impl Pool {
 
     /// Pool rows of one class.
     pub fn class_size(&self, class: usize) -> usize {
-        self.ids.get(class).map_or(0, Vec::len)
+        self.classes.get(class).map_or(0, |c| c.size)
     }
 
     /// Pool row ids of the `k` nearest points of class `class` to `q`, nearest first (ties by
@@ -89,10 +154,7 @@ impl Pool {
         }
         let mut padded = q.to_vec();
         padded.resize(self.dims, 0.0);
-        let classes: Vec<(&[u32], &[[f32; BLOCK]])> = classes
-            .iter()
-            .filter_map(|&c| Some((self.ids.get(c)?.as_slice(), self.blocks.get(c)?.as_slice())))
-            .collect();
+        let classes: Vec<&Class> = classes.iter().filter_map(|&c| self.classes.get(c)).collect();
         // The common widths are compiled with the width known (the dimension loop unrolled).
         match self.dims {
             4 => self.nearest_of::<4>(&padded, &classes, k),
@@ -104,15 +166,48 @@ impl Pool {
     }
 
     /// [`Pool::nearest_in`] with `D` dimensions (`0`: `self.dims`, known only at run time).
-    fn nearest_of<const D: usize>(&self, q: &[f32], classes: &[(&[u32], &[[f32; BLOCK]])], k: usize) -> Vec<u32> {
-        let total = classes.iter().map(|(ids, _)| ids.len()).sum::<usize>();
-        let cut = if k < total { self.sampled_cut::<D>(q, classes, total, k) } else { i32::MAX };
+    fn nearest_of<const D: usize>(&self, q: &[f32], classes: &[&Class], k: usize) -> Vec<u32> {
+        let dims = if D == 0 { self.dims } else { D };
+        // Every leaf (numbered across the classes) by the distance to its box, nearest first:
+        // the distance's bits above the leaf's number.
+        let mut leaves: Vec<(&Class, usize)> = Vec::new();
+        for class in classes {
+            leaves.extend((0..class.leaves.len()).map(|l| (*class, l)));
+        }
+        let mut order: Vec<u64> = leaves
+            .iter()
+            .enumerate()
+            .map(|(i, &(class, l))| (u64::from(bits(class.box_distance(l, q)) as u32) << 32) | i as u64)
+            .collect();
+        order.sort_unstable();
         // A key is a distance's bits above the row id: keys compare exactly like (distance, id).
-        let mut keys: Vec<u64> = Vec::with_capacity(k + k / 2);
-        self.within::<D>(q, classes, cut, &mut keys);
-        if keys.len() < k.min(total) {
-            keys.clear();
-            self.within::<D>(q, classes, i32::MAX, &mut keys);
+        let mut keys: Vec<u64> = Vec::with_capacity(2 * k + LEAF);
+        let mut cut = i32::MAX;
+        for &key in &order {
+            let (class, leaf) = leaves[key as u32 as usize];
+            // The box distance and a point's distance round differently; the margin keeps a
+            // leaf whose points could still round to within the cut.
+            let bound = f32::from_bits((key >> 32) as u32);
+            if cut != i32::MAX && bound * (1.0 - 1e-4) > f32::from_bits(cut as u32) {
+                break;
+            }
+            let (start, end) = class.leaves[leaf];
+            let (start, end) = (start as usize, end as usize);
+            let blocks = class.blocks[start * dims..end * dims].chunks_exact(dims);
+            for (block, ids) in blocks.zip(class.ids[start * BLOCK..end * BLOCK].chunks_exact(BLOCK)) {
+                let d = distances(block, q);
+                for (&v, &id) in d.iter().zip(ids) {
+                    if bits(v) <= cut && id != NONE {
+                        keys.push((u64::from(bits(v) as u32) << 32) | u64::from(id));
+                    }
+                }
+            }
+            // With `k` keys in hand the `k`-th is a cut; keys beyond it can never be chosen.
+            if keys.len() >= k && (cut == i32::MAX || keys.len() >= 2 * k) {
+                keys.select_nth_unstable(k - 1);
+                keys.truncate(k);
+                cut = (keys[k - 1] >> 32) as i32;
+            }
         }
         if k < keys.len() {
             keys.select_nth_unstable(k - 1);
@@ -120,64 +215,6 @@ impl Pool {
         }
         keys.sort_unstable();
         keys.into_iter().map(|key| key as u32).collect()
-    }
-
-    fn dims<const D: usize>(&self) -> usize {
-        if D == 0 { self.dims } else { D }
-    }
-
-    /// A distance (as [`bits`]) that at least `k` of the `total` points are very likely within,
-    /// read off the distances to every [`SAMPLE_STRIDE`]-th block: the sample rank expected
-    /// for the `k`-th nearest plus four standard deviations.
-    fn sampled_cut<const D: usize>(
-        &self,
-        q: &[f32],
-        classes: &[(&[u32], &[[f32; BLOCK]])],
-        total: usize,
-        k: usize,
-    ) -> i32 {
-        let dims = self.dims::<D>();
-        let mut sample: Vec<i32> = Vec::with_capacity(total / SAMPLE_STRIDE + BLOCK);
-        for &(ids, blocks) in classes {
-            for (b, block) in blocks.chunks_exact(dims).enumerate().step_by(SAMPLE_STRIDE) {
-                let valid = (ids.len() - b * BLOCK).min(BLOCK);
-                sample.extend(distances(block, q)[..valid].iter().map(|&d| bits(d)));
-            }
-        }
-        let share = sample.len() as f64 / total as f64;
-        let expected = k as f64 * share;
-        let rank = (expected + 4.0 * (expected * (1.0 - share)).sqrt() + 1.0).ceil() as usize;
-        if rank >= sample.len() {
-            return i32::MAX;
-        }
-        *sample.select_nth_unstable(rank).1
-    }
-
-    /// Appends the keys of the points within `cut` (as [`bits`]).
-    fn within<const D: usize>(&self, q: &[f32], classes: &[(&[u32], &[[f32; BLOCK]])], cut: i32, keys: &mut Vec<u64>) {
-        let dims = self.dims::<D>();
-        // Distances go through a small buffer a run of blocks at a time: computed in one tight
-        // (vectorised) loop, then tested in another, most blocks having no point within the cut.
-        let mut buf = [[0.0f32; BLOCK]; RUN];
-        for &(ids, blocks) in classes {
-            for (run, run_blocks) in blocks.chunks(RUN * dims).enumerate() {
-                let run_buf = &mut buf[..run_blocks.len() / dims];
-                for (slot, block) in run_buf.iter_mut().zip(run_blocks.chunks_exact(dims)) {
-                    *slot = distances(block, q);
-                }
-                for (b, d) in run_buf.iter().enumerate() {
-                    if d.iter().fold(0u32, |any, &v| any | u32::from(bits(v) <= cut)) == 0 {
-                        continue;
-                    }
-                    let first = (run * RUN + b) * BLOCK;
-                    for (&v, &id) in d.iter().zip(ids.get(first..).unwrap_or_default()) {
-                        if bits(v) <= cut {
-                            keys.push((u64::from(bits(v) as u32) << 32) | u64::from(id));
-                        }
-                    }
-                }
-            }
-        }
     }
 }
 
@@ -257,24 +294,34 @@ mod tests {
     }
 
     #[test]
-    fn test_a_too_tight_sampled_cut_falls_back_to_every_point() {
-        // The sampled blocks (every eighth) hold the points nearest the query; the rest lie far
-        // out, so the sample's cut keeps fewer than k points and the scan must redo it uncut.
-        let n = BLOCK * SAMPLE_STRIDE * 8;
-        let z: Vec<f32> = (0..n)
-            .map(|p| if (p / BLOCK) % SAMPLE_STRIDE == 0 { (p % 61) as f32 / 100.0 } else { 10.0 + (p % 97) as f32 })
-            .collect();
-        let pool = Pool::new(&z, 1, &vec![0; n], 1);
-        let k = 100;
-        let classes = [(pool.ids[0].as_slice(), pool.blocks[0].as_slice())];
-        let cut = pool.sampled_cut::<0>(&[0.0; 4], &classes, n, k);
-        let mut kept = Vec::new();
-        pool.within::<0>(&[0.0; 4], &classes, cut, &mut kept);
-        assert!(kept.len() < k, "the case must exercise the fallback ({} kept)", kept.len());
-        let mut all: Vec<(f32, u32)> = z.iter().enumerate().map(|(i, &v)| (v * v, i as u32)).collect();
-        all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let expect: Vec<u32> = all.iter().take(k).map(|p| p.1).collect();
-        assert_eq!(pool.nearest(&[0.0], 0, k), expect);
+    fn test_many_leaves_match_brute_force() {
+        // Clustered points over many leaves, queries inside and far outside the data, and k
+        // from one to more than the class holds: the leaf visit must prune without losing any.
+        let (n, latent) = (5000, 8);
+        let mut seed = 11u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 10_000) as f32 / 10_000.0
+        };
+        let z: Vec<f32> =
+            (0..n * latent).map(|i| ((i / latent) % 7) as f32 + next() * (1.0 + (i % 3) as f32)).collect();
+        let labels: Vec<usize> = (0..n).map(|i| usize::from(i % 5 == 0)).collect();
+        let pool = Pool::new(&z, latent, &labels, 2);
+        for q in [vec![3.1; latent], vec![-40.0; latent], z[17 * latent..18 * latent].to_vec()] {
+            for class in [0, 1] {
+                let mut all: Vec<(f32, u32)> = (0..n)
+                    .filter(|&i| labels[i] == class)
+                    .map(|i| (plain(&z[i * latent..(i + 1) * latent], &q), i as u32))
+                    .collect();
+                all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                for k in [1, 10, 250, 500, 999, 6000] {
+                    let expect: Vec<u32> = all.iter().take(k).map(|p| p.1).collect();
+                    assert_eq!(pool.nearest(&q, class, k), expect, "class {class}, k {k}, q {}", q[0]);
+                }
+            }
+        }
     }
 
     #[test]
