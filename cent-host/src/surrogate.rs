@@ -263,16 +263,16 @@ impl<'a> Grower<'a> {
             ones_of.extend(listed.map(|&c| indicator_index[c as usize]).filter(|&j| j != u32::MAX));
             ones_at.push(ones_of.len());
         }
-        // Each numeric column's rows by value, ties by row: a stable radix sort of the
-        // ascending row ids on an order-preserving integer form of the value.
+        // Each numeric column's rows by value, ties by row: one integer per row, an
+        // order-preserving form of the value above the row id, sorted.
         let (mut order, mut values, mut sorted_labels) = (Vec::new(), Vec::new(), Vec::new());
-        let mut keys = vec![0u32; n];
+        let mut keys = vec![0u64; n];
         for &c in &numeric {
-            for (key, row) in keys.iter_mut().zip(rows.chunks_exact(columns)) {
-                *key = ordered_bits(row[c]);
+            for (r, (key, row)) in keys.iter_mut().zip(rows.chunks_exact(columns)).enumerate() {
+                *key = (u64::from(ordered_bits(row[c])) << 32) | r as u64;
             }
-            let mut rows_sorted: Vec<u32> = (0..n as u32).collect();
-            radsort::sort_by_key(&mut rows_sorted, |&r| keys[r as usize]);
+            keys.sort_unstable();
+            let rows_sorted: Vec<u32> = keys.iter().map(|&k| k as u32).collect();
             values.push(rows_sorted.iter().map(|&r| rows[r as usize * columns + c]).collect::<Vec<f32>>());
             sorted_labels.push(rows_sorted.iter().map(|&r| labels[r as usize]).collect::<Vec<u8>>());
             order.push(rows_sorted);
