@@ -34,12 +34,13 @@ enum Command {
     ///
     /// Example: cent train --dataset adult --model mlp
     Train(DataArgs),
-    /// Explain one decision: the cheapest feasible changes that flip it.
+    /// Explain one decision: the cheapest feasible changes that flip it
     ///
     /// Examples:
     ///   cent explain --dataset adult --row 12
     ///   cent explain --dataset adult --row 12 --n 3 --immutable age,sex,race --cost hours-per-week=2
     ///   cent explain --dataset adult --query person.json --format json
+    #[command(verbatim_doc_comment)]
     Explain(explain_cmd::ExplainArgs),
     /// The one-command tour: on the embedded Adult data, train what is missing and explain a
     /// few refused applicants in plain language.
@@ -58,22 +59,26 @@ enum Command {
     ///
     /// Example: cent images --dataset mnist --pair 5,6 --count 8 --out docs/images
     Images(images_cmd::ImagesArgs),
-    /// Measure CEnt and the baselines (Growing Spheres, FACE, nearest unlike neighbour, random
-    /// search) on test factuals: flip rate, distances, redundancy, violations, yNN, latency.
+    /// Measure CEnt and the baselines on test factuals
+    ///
+    /// Baselines: Growing Spheres, FACE, nearest unlike neighbour, random search. Metrics: flip
+    /// rate, distances, redundancy, constraint violations, yNN, latency.
     ///
     /// Examples:
     ///   cent evaluate --dataset adult --model lr --factuals 100 --method cent,gs --format json
     ///   cent evaluate --all --out docs
+    #[command(verbatim_doc_comment)]
     Evaluate(evaluate_cmd::EvaluateArgs),
     /// Build the recourse atlas and write the device bundle (see README, "On-device recourse").
     ///
     /// Example: cent export --dataset adult --model mlp --anchors 32 --out adult.cent
     Export(export_cmd::ExportArgs),
-    /// Check a bundle: quantized vs full precision, and the atlas vs per-query CEnt.
+    /// Check a bundle: quantized vs full precision, and the atlas vs per-query CEnt
     ///
     /// Examples:
     ///   cent validate --bundle adult.cent --dataset adult --model mlp
     ///   cent validate --all --model mlp --format json
+    #[command(verbatim_doc_comment)]
     Validate(export_cmd::ValidateArgs),
 }
 
