@@ -362,15 +362,18 @@ impl<'a> Grower<'a> {
         }
     }
 
+    /// Whether a node of this depth, class counts and size can have a split at all (the
+    /// checks [`Grower::best_split`] starts with).
+    fn may_split(&self, depth: usize, counts: &[usize], m: usize) -> bool {
+        depth < self.params.max_depth && m >= 2 * self.params.min_leaf && self.weighted_entropy(counts, m) > 1e-12
+    }
+
     fn best_split(&mut self, o: &Open) -> Option<Split> {
         let m = o.end - o.start;
-        if o.depth >= self.params.max_depth || m < 2 * self.params.min_leaf {
+        if !self.may_split(o.depth, &o.counts, m) {
             return None;
         }
         let parent = self.weighted_entropy(&o.counts, m);
-        if parent <= 1e-12 {
-            return None;
-        }
         let mut best: Option<Split> = None;
         for i in 0..self.candidates.len() {
             let found = match self.candidates[i] {
@@ -414,14 +417,21 @@ impl<'a> Grower<'a> {
         }
         self.left.iter_mut().for_each(|c| *c = 0);
         self.right.copy_from_slice(&o.counts);
+        // Thresholds leave at least `min_leaf` rows on each side: after row `i` for `i` in
+        // `min_leaf - 1..m - min_leaf` (`best_split` ensures `m >= 2 * min_leaf >= 2`).
+        let min_leaf = self.params.min_leaf;
+        for &label in &labels[..min_leaf - 1] {
+            self.left[usize::from(label)] += 1;
+            self.right[usize::from(label)] -= 1;
+        }
         let mut best: Option<Split> = None;
-        for i in 0..m - 1 {
+        for i in min_leaf - 1..m - min_leaf {
             let label = usize::from(labels[i]);
             self.left[label] += 1;
             self.right[label] -= 1;
             let nl = i + 1;
             let (v, next) = (values[i], values[i + 1]);
-            if v == next || nl < self.params.min_leaf || m - nl < self.params.min_leaf {
+            if v == next {
                 continue;
             }
             let child = self.weighted_entropy(&self.left, nl) + self.weighted_entropy(&self.right, m - nl);
@@ -443,9 +453,6 @@ impl<'a> Grower<'a> {
             self.goes_left[r as usize] = self.value(r, s.col) <= s.threshold;
         }
         self.partition_members(o.start, o.end);
-        for k in 0..self.order.len() {
-            self.partition(k, o.start, o.end);
-        }
         let mid = o.start + s.left;
         let left_smaller = mid - o.start <= o.end - mid;
         let small = if left_smaller { (o.start, mid) } else { (mid, o.end) };
@@ -457,12 +464,18 @@ impl<'a> Grower<'a> {
         } else {
             ((large_counts, large_ones), (small_counts, small_ones))
         };
+        // The sorted orders are read only by children that may split again.
+        let d = o.depth + 1;
+        if self.may_split(d, &lc, mid - o.start) || self.may_split(d, &rc, o.end - mid) {
+            for k in 0..self.order.len() {
+                self.partition(k, o.start, o.end);
+            }
+        }
         let (left, right) = (self.nodes.len(), self.nodes.len() + 1);
         self.nodes[o.node] =
             Node::Split { col: s.col as u8, threshold: s.threshold, left: left as u16, right: right as u16 };
         self.nodes.push(self.leaf(&lc, mid - o.start));
         self.nodes.push(self.leaf(&rc, o.end - mid));
-        let d = o.depth + 1;
         [
             Open { node: left, start: o.start, end: mid, depth: d, split: None, counts: lc, ones: lo },
             Open { node: right, start: mid, end: o.end, depth: d, split: None, counts: rc, ones: ro },
