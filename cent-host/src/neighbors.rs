@@ -154,7 +154,14 @@ impl Pool {
         }
         let mut padded = q.to_vec();
         padded.resize(self.dims, 0.0);
-        let classes: Vec<&Class> = classes.iter().filter_map(|&c| self.classes.get(c)).collect();
+        let mut wanted = classes.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let classes: Vec<&Class> = wanted.iter().filter_map(|&c| self.classes.get(c)).collect();
+        let k = k.min(classes.iter().map(|c| c.size).sum());
+        if k == 0 {
+            return Vec::new();
+        }
         // The common widths are compiled with the width known (the dimension loop unrolled).
         match self.dims {
             4 => self.nearest_of::<4>(&padded, &classes, k),
@@ -165,7 +172,8 @@ impl Pool {
         }
     }
 
-    /// [`Pool::nearest_in`] with `D` dimensions (`0`: `self.dims`, known only at run time).
+    /// [`Pool::nearest_in`] with `D` dimensions (`0`: `self.dims`, known only at run time), for
+    /// `1 <= k <=` the points of `classes`.
     fn nearest_of<const D: usize>(&self, q: &[f32], classes: &[&Class], k: usize) -> Vec<u32> {
         let dims = if D == 0 { self.dims } else { D };
         // Every leaf (numbered across the classes) by the distance to its box, nearest first:
@@ -185,8 +193,9 @@ impl Pool {
         let mut cut = i32::MAX;
         for &key in &order {
             let (class, leaf) = leaves[key as u32 as usize];
-            // The box distance and a point's distance round differently; the margin keeps a
-            // leaf whose points could still round to within the cut.
+            // Along each dimension the gap to the box is at most a point's difference, and both
+            // sums run in the same order, so (rounding being monotone) the box distance never
+            // exceeds a point's computed distance; the margin is slack on top of that.
             let bound = f32::from_bits((key >> 32) as u32);
             if cut != i32::MAX && bound * (1.0 - 1e-4) > f32::from_bits(cut as u32) {
                 break;
@@ -322,6 +331,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn test_repeated_classes_huge_k_and_missing_classes() {
+        let z: Vec<f32> = (0..40).map(|i| i as f32).collect();
+        let labels: Vec<usize> = (0..40).map(|i| i % 2).collect();
+        let pool = Pool::new(&z, 1, &labels, 2);
+        // A class named twice counts once; k beyond the points asks for all of them.
+        assert_eq!(pool.nearest_in(&[0.0], &[0, 0], 3), vec![0, 2, 4]);
+        assert_eq!(pool.nearest_in(&[0.0], &[1, 0, 1], usize::MAX).len(), 40);
+        assert!(pool.nearest_in(&[0.0], &[7], 5).is_empty());
     }
 
     #[test]
