@@ -128,7 +128,17 @@ impl Pool {
             }
         }
         let dims = latent.next_multiple_of(DIM_STEP);
-        let classes = ids.into_iter().map(|rows| Class::new(z, latent, dims, rows)).collect();
+        // With no latent dimension there is nothing to measure (queries find nothing).
+        let classes = ids
+            .into_iter()
+            .map(|rows| {
+                if latent == 0 {
+                    Class { size: rows.len(), ..Class::default() }
+                } else {
+                    Class::new(z, latent, dims, rows)
+                }
+            })
+            .collect();
         Pool { latent, dims, classes }
     }
 
@@ -342,6 +352,13 @@ mod tests {
         assert_eq!(pool.nearest_in(&[0.0], &[0, 0], 3), vec![0, 2, 4]);
         assert_eq!(pool.nearest_in(&[0.0], &[1, 0, 1], usize::MAX).len(), 40);
         assert!(pool.nearest_in(&[0.0], &[7], 5).is_empty());
+    }
+
+    #[test]
+    fn test_zero_width_pool_finds_nothing() {
+        let pool = Pool::new(&[], 0, &[0; 300], 1);
+        assert_eq!(pool.class_size(0), 0);
+        assert!(pool.nearest(&[], 0, 5).is_empty());
     }
 
     #[test]
