@@ -263,15 +263,19 @@ impl<'a> Grower<'a> {
             ones_of.extend(listed.map(|&c| indicator_index[c as usize]).filter(|&j| j != u32::MAX));
             ones_at.push(ones_of.len());
         }
-        // Each numeric column's rows by value, ties by row: one integer per row, an
-        // order-preserving form of the value above the row id, sorted.
+        // Each numeric column's rows by value: one integer per row, an order-preserving form
+        // of the value above the row id, sorted by the value alone. Rows of equal value may
+        // come in any order: a threshold never falls between them, and a node's class counts
+        // after a run of them do not depend on their order, so the tree is the same. Sorted by
+        // the value alone, a large run of equal values (an integer feature with few levels, a
+        // capital gain that is mostly zero) is set aside in one pass.
         let (mut order, mut values, mut sorted_labels) = (Vec::new(), Vec::new(), Vec::new());
         let mut keys = vec![0u64; n];
         for &c in &numeric {
             for (r, (key, row)) in keys.iter_mut().zip(rows.chunks_exact(columns)).enumerate() {
                 *key = (u64::from(ordered_bits(row[c])) << 32) | r as u64;
             }
-            keys.sort_unstable();
+            keys.sort_unstable_by_key(|&k| (k >> 32) as u32);
             let rows_sorted: Vec<u32> = keys.iter().map(|&k| k as u32).collect();
             values.push(rows_sorted.iter().map(|&r| rows[r as usize * columns + c]).collect::<Vec<f32>>());
             sorted_labels.push(rows_sorted.iter().map(|&r| labels[r as usize]).collect::<Vec<u8>>());
