@@ -306,12 +306,12 @@ impl<'a> Explainer<'a> {
             rows.extend_from_slice(&self.pool_rows[id * cols..(id + 1) * cols]);
         }
         // Only features the query constrains change a row; with none, the rows are the pool's.
-        let steps = projection(&self.schema, query, cols.min(x.len()));
+        let steps = projection(&self.schema, query, x, cols);
         if steps.is_empty() {
             return (rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect());
         }
         for row in rows.chunks_exact_mut(cols) {
-            apply_projection(&steps, x, row);
+            apply_projection(&steps, row);
         }
         let labels = self.model.predict(&rows);
         (rows, labels)
@@ -485,34 +485,55 @@ impl<'a> Explainer<'a> {
 /// steps once and [`apply_projection`] applies them to each row.
 #[cfg(test)]
 fn project(schema: &Schema, query: &Query, x: &[f32], row: &mut [f32]) {
-    apply_projection(&projection(schema, query, x.len().min(row.len())), x, row);
+    apply_projection(&projection(schema, query, x, row.len()), row);
 }
 
-/// The steps of [`project`] for a query: the spans it changes (within `width` columns) and how.
-fn projection(schema: &Schema, query: &Query, width: usize) -> Vec<(std::ops::Range<usize>, Mutability)> {
+/// One column's step of [`project`]: set it to a value, or raise or lower it to one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    Set(usize, f32),
+    AtLeast(usize, f32),
+    AtMost(usize, f32),
+}
+
+/// The steps of [`project`] for a query, column by column (within `width` columns), with
+/// `x`'s values in them: per row, a few scalar writes.
+fn projection(schema: &Schema, query: &Query, x: &[f32], width: usize) -> Vec<Step> {
     let mut steps = Vec::new();
     for (j, f) in schema.features().iter().enumerate() {
         let span = f.columns();
-        let acts = match query.mutability[j] {
-            Mutability::Free => false,
-            Mutability::Immutable => true,
-            Mutability::IncreaseOnly | Mutability::DecreaseOnly => span.len() == 1,
-        };
-        if acts && span.end <= width {
-            steps.push((span, query.mutability[j]));
+        if span.end > width.min(x.len()) {
+            continue;
+        }
+        match query.mutability[j] {
+            Mutability::Free => {}
+            Mutability::Immutable => steps.extend(span.map(|c| Step::Set(c, x[c]))),
+            Mutability::IncreaseOnly if span.len() == 1 => steps.push(Step::AtLeast(span.start, x[span.start])),
+            Mutability::DecreaseOnly if span.len() == 1 => steps.push(Step::AtMost(span.start, x[span.start])),
+            Mutability::IncreaseOnly | Mutability::DecreaseOnly => {}
         }
     }
     steps
 }
 
-fn apply_projection(steps: &[(std::ops::Range<usize>, Mutability)], x: &[f32], row: &mut [f32]) {
-    for (span, how) in steps {
-        let (Some(to), Some(from)) = (row.get_mut(span.clone()), x.get(span.clone())) else { continue };
-        match how {
-            Mutability::Immutable => to.copy_from_slice(from),
-            Mutability::IncreaseOnly => to[0] = to[0].max(from[0]),
-            Mutability::DecreaseOnly => to[0] = to[0].min(from[0]),
-            Mutability::Free => {}
+fn apply_projection(steps: &[Step], row: &mut [f32]) {
+    for &step in steps {
+        match step {
+            Step::Set(c, v) => {
+                if let Some(to) = row.get_mut(c) {
+                    *to = v;
+                }
+            }
+            Step::AtLeast(c, v) => {
+                if let Some(to) = row.get_mut(c) {
+                    *to = to.max(v);
+                }
+            }
+            Step::AtMost(c, v) => {
+                if let Some(to) = row.get_mut(c) {
+                    *to = to.min(v);
+                }
+            }
         }
     }
 }

@@ -162,22 +162,29 @@ pub(crate) fn nonzero_inputs(x: &[f32], out: &mut Vec<u32>) -> usize {
     let (chunks, rest) = x.as_chunks::<8>();
     let mut count = 0;
     for (c, chunk) in chunks.iter().enumerate() {
-        let mut mask = 0;
-        for (l, &v) in chunk.iter().enumerate() {
-            mask |= usize::from(v != 0.0) << l;
-        }
-        let positions = &SET_BITS[mask];
-        let base = (c * 8) as u32;
-        if let Some(slots) = out.get_mut(count..count + 8).and_then(|s| s.as_mut_array::<8>()) {
-            *slots = positions.map(|p| base + p);
-        }
-        count += usize::from(SET_COUNTS[mask]);
+        count = list_nonzero(chunk, (c * 8) as u32, out, count);
     }
-    for (i, &v) in rest.iter().enumerate() {
-        out[count] = (chunks.len() * 8 + i) as u32;
-        count += usize::from(v != 0.0);
+    // The tail, zero-padded to a whole chunk (padding adds nothing to the list).
+    if !rest.is_empty() {
+        let mut tail = [0.0; 8];
+        tail[..rest.len()].copy_from_slice(rest);
+        count = list_nonzero(&tail, (chunks.len() * 8) as u32, out, count);
     }
     count
+}
+
+/// Lists the non-zero positions of one chunk (offset by `base`) at `out[count..]`; returns the
+/// new count. `out` has 8 slots past `count`.
+#[inline(always)]
+fn list_nonzero(chunk: &[f32; 8], base: u32, out: &mut [u32], count: usize) -> usize {
+    let mut mask = 0;
+    for (l, &v) in chunk.iter().enumerate() {
+        mask |= usize::from(v != 0.0) << l;
+    }
+    if let Some(slots) = out.get_mut(count..count + 8).and_then(|s| s.as_mut_array::<8>()) {
+        *slots = SET_BITS[mask].map(|p| base + p);
+    }
+    count + usize::from(SET_COUNTS[mask])
 }
 
 /// `a + w·v`, lane by lane, on values (the accumulator in registers, not behind a pointer
