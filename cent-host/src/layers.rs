@@ -80,36 +80,56 @@ impl<'a> Transposed<'a> {
         Transposed { layer, blocks, weights, bias }
     }
 
-    /// [`Dense::forward_into`], same additions in the same order. `nonzero` is scratch.
-    fn forward_into(&self, x: &[f32], nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
-        let inputs = x.len().min(self.layer.inputs);
-        let count = nonzero_inputs(&x[..inputs], nonzero);
-        let nonzero = &nonzero[..count];
-        out.clear();
+    /// Padded output width: `blocks * LANES`.
+    fn width(&self) -> usize {
+        self.blocks * LANES
+    }
+
+    /// [`Dense::forward_into`] for `n` rows, same additions in the same order. Row `r` of the
+    /// input starts at `r * stride` and has `valid` values; each output row, `width()` values
+    /// with junk in the padding lanes, is appended to `out`. `nonzero` is scratch.
+    fn forward_rows(&self, input: &[f32], stride: usize, valid: usize, n: usize, nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
         // Small layers keep their accumulators in registers (a block count known at compile
-        // time); wider ones accumulate block by block.
+        // time, one dispatch per layer); wider ones accumulate block by block.
         match self.blocks {
-            1 => out.extend(self.accumulate::<1>(x, nonzero).as_flattened()),
-            2 => out.extend(self.accumulate::<2>(x, nonzero).as_flattened()),
-            3 => out.extend(self.accumulate::<3>(x, nonzero).as_flattened()),
-            4 => out.extend(self.accumulate::<4>(x, nonzero).as_flattened()),
+            1 => self.rows_into::<1>(input, stride, valid, n, nonzero, out),
+            2 => self.rows_into::<2>(input, stride, valid, n, nonzero, out),
+            3 => self.rows_into::<3>(input, stride, valid, n, nonzero, out),
+            4 => self.rows_into::<4>(input, stride, valid, n, nonzero, out),
             blocks => {
-                for (b, &bias) in self.bias.iter().enumerate() {
-                    let a = nonzero.iter().fold(bias, |a, &i| {
-                        let i = i as usize;
-                        axpy(a, &self.weights[i * blocks + b], x[i])
-                    });
-                    out.extend_from_slice(&a);
+                let inputs = valid.min(self.layer.inputs);
+                for r in 0..n {
+                    let x = &input[r * stride..r * stride + inputs];
+                    let count = nonzero_inputs(x, nonzero);
+                    let start = out.len();
+                    for (b, &bias) in self.bias.iter().enumerate() {
+                        let a = nonzero[..count].iter().fold(bias, |a, &i| {
+                            let i = i as usize;
+                            axpy(a, &self.weights[i * blocks + b], x[i])
+                        });
+                        out.extend_from_slice(&a);
+                    }
+                    self.layer.activate(&mut out[start..start + self.layer.outputs]);
                 }
             }
         }
-        out.truncate(self.layer.outputs);
-        self.layer.activate(out);
+    }
+
+    fn rows_into<const B: usize>(&self, input: &[f32], stride: usize, valid: usize, n: usize, nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
+        let inputs = valid.min(self.layer.inputs);
+        out.reserve(n * B * LANES);
+        for r in 0..n {
+            let x = &input[r * stride..r * stride + inputs];
+            let count = nonzero_inputs(x, nonzero);
+            let start = out.len();
+            out.extend_from_slice(self.accumulate::<B>(x, &nonzero[..count]).as_flattened());
+            self.layer.activate(&mut out[start..start + self.layer.outputs]);
+        }
     }
 
     fn accumulate<const B: usize>(&self, x: &[f32], nonzero: &[u32]) -> [[f32; LANES]; B] {
-        let mut acc = [[0.0; LANES]; B];
-        acc.copy_from_slice(&self.bias[..B]);
+        // Built from the bias directly (a zeroed array first would cost a fill call per row).
+        let mut acc: [[f32; LANES]; B] = std::array::from_fn(|b| self.bias[b]);
         for &i in nonzero {
             let i = i as usize;
             let v = x[i];
@@ -157,8 +177,11 @@ const SET_COUNTS: [u8; 256] = {
 /// a one-hot group is set varies row to row and would defeat branch prediction): the values
 /// give an 8-bit mask, and a table lists the mask's set bits.
 pub(crate) fn nonzero_inputs(x: &[f32], out: &mut Vec<u32>) -> usize {
-    // Every chunk writes 8 slots, of which the next chunk overwrites the unused ones.
-    out.resize(x.len() + 8, 0);
+    // Every chunk writes 8 slots, of which the next chunk overwrites the unused ones. (Grown,
+    // never shrunk: one scratch serves rows of several widths without refilling.)
+    if out.len() < x.len() + 8 {
+        out.resize(x.len() + 8, 0);
+    }
     let (chunks, rest) = x.as_chunks::<8>();
     let mut count = 0;
     for (c, chunk) in chunks.iter().enumerate() {
@@ -166,8 +189,7 @@ pub(crate) fn nonzero_inputs(x: &[f32], out: &mut Vec<u32>) -> usize {
     }
     // The tail, zero-padded to a whole chunk (padding adds nothing to the list).
     if !rest.is_empty() {
-        let mut tail = [0.0; 8];
-        tail[..rest.len()].copy_from_slice(rest);
+        let tail: [f32; 8] = std::array::from_fn(|l| rest.get(l).copied().unwrap_or(0.0));
         count = list_nonzero(&tail, (chunks.len() * 8) as u32, out, count);
     }
     count
@@ -219,22 +241,28 @@ impl Mlp {
 
     /// Runs a row-major batch (`rows.len() == n * inputs`; a trailing partial row is ignored)
     /// and returns `n * outputs` values. A row gives the same bits alone or inside any batch.
+    ///
+    /// The batch goes layer by layer: each layer runs over every row before the next one
+    /// starts, from a buffer of padded rows.
     pub fn forward_batch(&self, rows: &[f32]) -> Vec<f32> {
         let width = self.inputs().max(1);
         let n = rows.len() / width;
-        let outputs = self.outputs();
-        let mut out = Vec::with_capacity(n * outputs);
         let layers: Vec<Transposed<'_>> = self.layers.iter().map(Transposed::new).collect();
         let (mut cur, mut next, mut nonzero) = (Vec::new(), Vec::new(), Vec::new());
-        for row in rows.chunks_exact(width) {
-            // The first layer reads the row in place; later ones the previous layer's output.
-            let mut input = row;
-            for layer in &layers {
-                layer.forward_into(input, &mut nonzero, &mut next);
-                std::mem::swap(&mut cur, &mut next);
-                input = &cur;
+        // The first layer reads the rows in place; later ones the previous layer's outputs.
+        let (mut input, mut stride, mut valid) = (&rows[..n * width], width, width);
+        for layer in &layers {
+            next.clear();
+            layer.forward_rows(input, stride, valid, n, &mut nonzero, &mut next);
+            std::mem::swap(&mut cur, &mut next);
+            (input, stride, valid) = (&cur, layer.width(), layer.layer.outputs);
+        }
+        let mut out = Vec::with_capacity(n * valid);
+        for r in 0..n {
+            // Value by value: a copy call per row would cost more than the few values it moves.
+            for &v in &input[r * stride..r * stride + valid] {
+                out.push(v);
             }
-            out.extend_from_slice(input);
         }
         out
     }
@@ -286,6 +314,50 @@ mod tests {
                     let plain = (z + f64::from(l.bias[o])).max(0.0);
                     assert!((f64::from(*h) - plain).abs() < 1e-5, "width {width}, output {o}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn test_three_layers_give_the_same_bits_layer_by_layer_and_in_a_batch() {
+        // An identity head (its zeros keep their sign in the output). Hidden ReLU outputs are
+        // often exactly zero; biases of +0 and -0 and all-zero rows make sums that stay zero,
+        // where only the sign would tell two orders of addition apart.
+        let mut seed = 11u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..40 {
+            let zero_bias = if case % 2 == 0 { 0.0 } else { -0.0 };
+            let mut layer = |inputs: usize, outputs: usize, activation| Dense {
+                inputs,
+                outputs,
+                weights: (0..inputs * outputs).map(|_| (next() % 17) as f32 / 8.0 - 1.0).collect(),
+                bias: (0..outputs).map(|o| if o % 3 == 0 { zero_bias } else { (next() % 9) as f32 / 8.0 - 0.5 }).collect(),
+                activation,
+            };
+            let width = [3, 8, 13, 40][case % 4];
+            let mlp = Mlp {
+                layers: vec![
+                    layer(19, width, Activation::Relu),
+                    layer(width, 6, Activation::Relu),
+                    layer(6, 3, Activation::Identity),
+                ],
+            };
+            let rows: Vec<f32> = (0..19 * 30)
+                .map(|i| if i / 19 % 5 == 0 || next() % 3 == 0 { [0.0, -0.0][i % 2] } else { (next() % 7) as f32 / 7.0 })
+                .collect();
+            let batch = mlp.forward_batch(&rows);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for (r, row) in rows.chunks_exact(19).enumerate() {
+                mlp.layers[0].forward_into(row, &mut a);
+                mlp.layers[1].forward_into(&a, &mut b);
+                mlp.layers[2].forward_into(&b, &mut a);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+                assert_eq!(bits(&a), bits(&batch[r * 3..r * 3 + 3]), "case {case}, row {r}");
             }
         }
     }
