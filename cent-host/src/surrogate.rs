@@ -44,6 +44,8 @@ pub enum SurrogateError {
     NonFinite { row: usize, col: usize },
     #[error("{classes} classes: a tree leaf holds at most 256")]
     TooManyClasses { classes: usize },
+    #[error("{columns} columns: a tree splits on at most {cap}")]
+    TooManyColumns { columns: usize, cap: usize },
 }
 
 impl TreeParams {
@@ -154,6 +156,10 @@ fn check_data(rows: &[f32], columns: usize, labels: &[usize], classes: usize) ->
     }
     if classes > usize::from(u8::MAX) + 1 {
         return Err(SurrogateError::TooManyClasses { classes });
+    }
+    let cap = cent_nostd::capacity::COLUMNS;
+    if columns > cap {
+        return Err(SurrogateError::TooManyColumns { columns, cap });
     }
     let n = rows.len() / columns;
     if labels.len() != n || !rows.len().is_multiple_of(columns) {
@@ -643,6 +649,10 @@ mod tests {
         assert_eq!(fit(&[0.0], 1, &[2], 2, &[true], p), Err(SurrogateError::Class { label: 2, classes: 2 }));
         assert_eq!(fit(&[f32::NAN], 1, &[0], 2, &[true], p), Err(SurrogateError::NonFinite { row: 0, col: 0 }));
         assert!(fit(&[0.0], 1, &[0], 2, &[true], TreeParams { max_nodes: 0, ..p }).is_err());
+        assert_eq!(
+            fit(&[0.0; 65], 65, &[0], 2, &[true; 65], p),
+            Err(SurrogateError::TooManyColumns { columns: 65, cap: 64 })
+        );
     }
 
     #[test]
@@ -665,9 +675,11 @@ mod tests {
             seed ^= seed << 17;
             seed % bound
         };
-        let (groups, numeric) = ([3usize, 5, 2, 7], 3);
-        let cols = numeric + groups.iter().sum::<usize>();
+        let numeric = 3;
         for case in 0..60 {
+            // Narrow rows, and rows of the core's full 64 columns.
+            let groups = if case % 2 == 0 { [3usize, 5, 2, 7] } else { [3, 20, 2, 36] };
+            let cols = numeric + groups.iter().sum::<usize>();
             let n = 20 + next(600) as usize;
             let classes = 2 + case % 3;
             let mut rows = vec![0.0f32; n * cols];
