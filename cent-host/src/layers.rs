@@ -85,21 +85,20 @@ impl<'a> Transposed<'a> {
         self.blocks * LANES
     }
 
-    /// [`Dense::forward_into`] for `n` rows, same additions in the same order. Row `r` of the
-    /// input starts at `r * stride` and has `valid` values; each output row, `width()` values
-    /// with junk in the padding lanes, is appended to `out`. `nonzero` is scratch.
-    fn forward_rows(&self, input: &[f32], stride: usize, valid: usize, n: usize, nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
+    /// [`Dense::forward_into`] for every row of `input`, same additions in the same order.
+    /// Each output row, `width()` values with junk in the padding lanes, is appended to `out`.
+    /// `nonzero` is scratch.
+    fn forward_rows(&self, input: &Batch<'_>, nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
         // Small layers keep their accumulators in registers (a block count known at compile
         // time, one dispatch per layer); wider ones accumulate block by block.
         match self.blocks {
-            1 => self.rows_into::<1>(input, stride, valid, n, nonzero, out),
-            2 => self.rows_into::<2>(input, stride, valid, n, nonzero, out),
-            3 => self.rows_into::<3>(input, stride, valid, n, nonzero, out),
-            4 => self.rows_into::<4>(input, stride, valid, n, nonzero, out),
+            1 => self.rows_into::<1>(input, nonzero, out),
+            2 => self.rows_into::<2>(input, nonzero, out),
+            3 => self.rows_into::<3>(input, nonzero, out),
+            4 => self.rows_into::<4>(input, nonzero, out),
             blocks => {
-                let inputs = valid.min(self.layer.inputs);
-                for r in 0..n {
-                    let x = &input[r * stride..r * stride + inputs];
+                for r in 0..input.n {
+                    let x = input.row(r, self.layer.inputs);
                     let count = nonzero_inputs(x, nonzero);
                     let start = out.len();
                     for (b, &bias) in self.bias.iter().enumerate() {
@@ -115,11 +114,10 @@ impl<'a> Transposed<'a> {
         }
     }
 
-    fn rows_into<const B: usize>(&self, input: &[f32], stride: usize, valid: usize, n: usize, nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
-        let inputs = valid.min(self.layer.inputs);
-        out.reserve(n * B * LANES);
-        for r in 0..n {
-            let x = &input[r * stride..r * stride + inputs];
+    fn rows_into<const B: usize>(&self, input: &Batch<'_>, nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
+        out.reserve(input.n * B * LANES);
+        for r in 0..input.n {
+            let x = input.row(r, self.layer.inputs);
             let count = nonzero_inputs(x, nonzero);
             let start = out.len();
             out.extend_from_slice(self.accumulate::<B>(x, &nonzero[..count]).as_flattened());
@@ -139,6 +137,21 @@ impl<'a> Transposed<'a> {
             }
         }
         acc
+    }
+}
+
+/// `n` rows in a buffer: row `r` starts at `r * stride` and has `valid` values.
+struct Batch<'b> {
+    data: &'b [f32],
+    stride: usize,
+    valid: usize,
+    n: usize,
+}
+
+impl Batch<'_> {
+    /// Row `r`'s first `inputs` values (at most its `valid` ones).
+    fn row(&self, r: usize, inputs: usize) -> &[f32] {
+        &self.data[r * self.stride..r * self.stride + self.valid.min(inputs)]
     }
 }
 
@@ -250,17 +263,17 @@ impl Mlp {
         let layers: Vec<Transposed<'_>> = self.layers.iter().map(Transposed::new).collect();
         let (mut cur, mut next, mut nonzero) = (Vec::new(), Vec::new(), Vec::new());
         // The first layer reads the rows in place; later ones the previous layer's outputs.
-        let (mut input, mut stride, mut valid) = (&rows[..n * width], width, width);
+        let mut input = Batch { data: &rows[..n * width], stride: width, valid: width, n };
         for layer in &layers {
             next.clear();
-            layer.forward_rows(input, stride, valid, n, &mut nonzero, &mut next);
+            layer.forward_rows(&input, &mut nonzero, &mut next);
             std::mem::swap(&mut cur, &mut next);
-            (input, stride, valid) = (&cur, layer.width(), layer.layer.outputs);
+            input = Batch { data: &cur, stride: layer.width(), valid: layer.layer.outputs, n };
         }
-        let mut out = Vec::with_capacity(n * valid);
+        let mut out = Vec::with_capacity(n * input.valid);
         for r in 0..n {
             // Value by value: a copy call per row would cost more than the few values it moves.
-            for &v in &input[r * stride..r * stride + valid] {
+            for &v in input.row(r, input.valid) {
                 out.push(v);
             }
         }
@@ -336,7 +349,9 @@ mod tests {
                 inputs,
                 outputs,
                 weights: (0..inputs * outputs).map(|_| (next() % 17) as f32 / 8.0 - 1.0).collect(),
-                bias: (0..outputs).map(|o| if o % 3 == 0 { zero_bias } else { (next() % 9) as f32 / 8.0 - 0.5 }).collect(),
+                bias: (0..outputs)
+                    .map(|o| if o % 3 == 0 { zero_bias } else { (next() % 9) as f32 / 8.0 - 0.5 })
+                    .collect(),
                 activation,
             };
             let width = [3, 8, 13, 40][case % 4];
@@ -348,7 +363,9 @@ mod tests {
                 ],
             };
             let rows: Vec<f32> = (0..19 * 30)
-                .map(|i| if i / 19 % 5 == 0 || next() % 3 == 0 { [0.0, -0.0][i % 2] } else { (next() % 7) as f32 / 7.0 })
+                .map(
+                    |i| if i / 19 % 5 == 0 || next() % 3 == 0 { [0.0, -0.0][i % 2] } else { (next() % 7) as f32 / 7.0 },
+                )
                 .collect();
             let batch = mlp.forward_batch(&rows);
             let (mut a, mut b) = (Vec::new(), Vec::new());
