@@ -256,10 +256,23 @@ impl Mlp {
     /// and returns `n * outputs` values. A row gives the same bits alone or inside any batch.
     ///
     /// The batch goes layer by layer: each layer runs over every row before the next one
-    /// starts, from a buffer of padded rows.
+    /// starts, from a buffer of padded rows. A single row skips the batch layout (preparing
+    /// it would cost more than the row) and goes through [`Dense::forward_into`].
     pub fn forward_batch(&self, rows: &[f32]) -> Vec<f32> {
         let width = self.inputs().max(1);
         let n = rows.len() / width;
+        let well_formed =
+            |l: &Dense| l.bias.len() >= l.outputs && l.weights.len() >= l.inputs.saturating_mul(l.outputs);
+        if n == 1 && !self.layers.is_empty() && self.layers.iter().all(well_formed) {
+            let (mut cur, mut next) = (Vec::new(), Vec::new());
+            let mut input = &rows[..width];
+            for layer in &self.layers {
+                layer.forward_into(input, &mut next);
+                std::mem::swap(&mut cur, &mut next);
+                input = &cur;
+            }
+            return cur;
+        }
         let layers: Vec<Transposed<'_>> = self.layers.iter().map(Transposed::new).collect();
         let (mut cur, mut next, mut nonzero) = (Vec::new(), Vec::new(), Vec::new());
         // The first layer reads the rows in place; later ones the previous layer's outputs.
