@@ -197,12 +197,10 @@ struct Grower<'a> {
     candidates: Vec<(usize, Scan)>,
     /// Row indices; each open node owns a segment, the same in `order` below.
     members: Vec<u32>,
-    /// Per numeric column, row indices sorted by the column within each node's segment, and
-    /// the column's values and the labels in that order (kept in step by every partition), so
-    /// a split scan reads two contiguous arrays.
-    order: Vec<Vec<u32>>,
-    values: Vec<Vec<f32>>,
-    sorted_labels: Vec<Vec<u8>>,
+    /// Per numeric column, its rows sorted by the column within each node's segment, each as
+    /// one integer: the value's bits above the row index. A split scan reads one contiguous
+    /// array, and a partition moves one integer per row.
+    order: Vec<Vec<u64>>,
     indicators: usize,
     /// Per row, the indicator columns set in it (compressed rows: `ones_at[r]..ones_at[r + 1]`).
     ones_at: Vec<usize>,
@@ -212,8 +210,7 @@ struct Grower<'a> {
     nodes: Vec<Node>,
     goes_left: Vec<bool>,
     scratch: Vec<u32>,
-    scratch_values: Vec<f32>,
-    scratch_labels: Vec<u8>,
+    scratch_keys: Vec<u64>,
     left: Vec<usize>,
     right: Vec<usize>,
 }
@@ -275,17 +272,19 @@ impl<'a> Grower<'a> {
         // after a run of them do not depend on their order, so the tree is the same. Sorted by
         // the value alone, a large run of equal values (an integer feature with few levels, a
         // capital gain that is mostly zero) is set aside in one pass.
-        let (mut order, mut values, mut sorted_labels) = (Vec::new(), Vec::new(), Vec::new());
-        let mut keys = vec![0u64; n];
+        let mut order = Vec::with_capacity(numeric.len());
         for &c in &numeric {
-            for (r, (key, row)) in keys.iter_mut().zip(rows.chunks_exact(columns)).enumerate() {
-                *key = (u64::from(ordered_bits(row[c])) << 32) | r as u64;
-            }
+            let mut keys: Vec<u64> = rows
+                .chunks_exact(columns)
+                .enumerate()
+                .map(|(r, row)| (u64::from(ordered_bits(row[c])) << 32) | r as u64)
+                .collect();
             keys.sort_unstable_by_key(|&k| (k >> 32) as u32);
-            let rows_sorted: Vec<u32> = keys.iter().map(|&k| k as u32).collect();
-            values.push(rows_sorted.iter().map(|&r| rows[r as usize * columns + c]).collect::<Vec<f32>>());
-            sorted_labels.push(rows_sorted.iter().map(|&r| labels[r as usize]).collect::<Vec<u8>>());
-            order.push(rows_sorted);
+            // From the sort's order-preserving form back to the value's own bits.
+            for key in &mut keys {
+                *key = (u64::from(value_bits((*key >> 32) as u32)) << 32) | (*key & u64::from(u32::MAX));
+            }
+            order.push(keys);
         }
         let xlogx = match SHARED_XLOGX.get_or_init(|| xlogx_table(SHARED_ROWS)).get(..=n) {
             Some(shared) => Cow::Borrowed(shared),
@@ -300,8 +299,6 @@ impl<'a> Grower<'a> {
             candidates,
             members: (0..n as u32).collect(),
             order,
-            values,
-            sorted_labels,
             indicators: indicator_cols.len(),
             ones_at,
             ones_of,
@@ -309,8 +306,7 @@ impl<'a> Grower<'a> {
             nodes: Vec::new(),
             goes_left: vec![false; n],
             scratch: Vec::with_capacity(n),
-            scratch_values: Vec::with_capacity(n),
-            scratch_labels: Vec::with_capacity(n),
+            scratch_keys: Vec::with_capacity(n),
             left: vec![0; classes],
             right: vec![0; classes],
         }
@@ -418,11 +414,12 @@ impl<'a> Grower<'a> {
 
     /// Scans one numeric column's sorted segment for the threshold with the largest gain.
     fn best_numeric_split(&mut self, col: usize, k: usize, o: &Open, parent: f64) -> Option<Split> {
-        let values = &self.values[k][o.start..o.end];
-        let labels = &self.sorted_labels[k][o.start..o.end];
-        let m = values.len();
+        let keys = &self.order[k][o.start..o.end];
+        let value = |key: u64| f32::from_bits((key >> 32) as u32);
+        let label = |key: u64| usize::from(self.labels[key as u32 as usize]);
+        let m = keys.len();
         // A constant segment has no threshold.
-        if values.first() == values.last() {
+        if keys.first().map(|&k| value(k)) == keys.last().map(|&k| value(k)) {
             return None;
         }
         self.left.iter_mut().for_each(|c| *c = 0);
@@ -430,17 +427,17 @@ impl<'a> Grower<'a> {
         // Thresholds leave at least `min_leaf` rows on each side: after row `i` for `i` in
         // `min_leaf - 1..m - min_leaf` (`best_split` ensures `m >= 2 * min_leaf >= 2`).
         let min_leaf = self.params.min_leaf;
-        for &label in &labels[..min_leaf - 1] {
-            self.left[usize::from(label)] += 1;
-            self.right[usize::from(label)] -= 1;
+        for &key in &keys[..min_leaf - 1] {
+            self.left[label(key)] += 1;
+            self.right[label(key)] -= 1;
         }
         let mut best: Option<Split> = None;
         for i in min_leaf - 1..m - min_leaf {
-            let label = usize::from(labels[i]);
-            self.left[label] += 1;
-            self.right[label] -= 1;
+            let class = label(keys[i]);
+            self.left[class] += 1;
+            self.right[class] -= 1;
             let nl = i + 1;
-            let (v, next) = (values[i], values[i + 1]);
+            let (v, next) = (value(keys[i]), value(keys[i + 1]));
             if v == next {
                 continue;
             }
@@ -513,31 +510,23 @@ impl<'a> Grower<'a> {
         seg[w..].copy_from_slice(&right[..s]);
     }
 
-    /// Stable partition of one order's segment (and its values and labels): rows going left
-    /// first. Left rows are compacted in place (the write position never passes the read
-    /// position); right rows go to scratch and are copied back behind them.
+    /// Stable partition of one order's segment: rows going left first. Left rows are
+    /// compacted in place (the write position never passes the read position); right rows go
+    /// to scratch and are copied back behind them.
     fn partition(&mut self, k: usize, start: usize, end: usize) {
         let seg = &mut self.order[k][start..end];
-        let values = &mut self.values[k][start..end];
-        let labels = &mut self.sorted_labels[k][start..end];
-        let n = seg.len();
-        let (right, right_values, right_labels) =
-            (&mut self.scratch, &mut self.scratch_values, &mut self.scratch_labels);
-        right.resize(n, 0);
-        right_values.resize(n, 0.0);
-        right_labels.resize(n, 0);
+        let right = &mut self.scratch_keys;
+        right.resize(seg.len(), 0);
         let (mut w, mut s) = (0, 0);
-        for i in 0..n {
-            let (r, v, l) = (seg[i], values[i], labels[i]);
-            let left = self.goes_left[r as usize];
-            (seg[w], values[w], labels[w]) = (r, v, l);
-            (right[s], right_values[s], right_labels[s]) = (r, v, l);
+        for i in 0..seg.len() {
+            let key = seg[i];
+            let left = self.goes_left[key as u32 as usize];
+            seg[w] = key;
+            right[s] = key;
             w += usize::from(left);
             s += usize::from(!left);
         }
         seg[w..].copy_from_slice(&right[..s]);
-        values[w..].copy_from_slice(&right_values[..s]);
-        labels[w..].copy_from_slice(&right_labels[..s]);
     }
 
     fn emit(&self) -> Vec<u8> {
@@ -558,6 +547,11 @@ fn xlogx_table(n: usize) -> Vec<f64> {
 fn ordered_bits(v: f32) -> u32 {
     let b = v.to_bits();
     if b >> 31 == 1 { !b } else { b | 0x8000_0000 }
+}
+
+/// Inverse of [`ordered_bits`].
+fn value_bits(o: u32) -> u32 {
+    if o >> 31 == 1 { o & 0x7FFF_FFFF } else { !o }
 }
 
 /// A threshold strictly between `a < b` that `a` satisfies (`a <= t < b`), also when the
@@ -653,6 +647,17 @@ mod tests {
             fit(&[0.0; 65], 65, &[0], 2, &[true; 65], p),
             Err(SurrogateError::TooManyColumns { columns: 65, cap: 64 })
         );
+    }
+
+    #[test]
+    fn test_ordered_bits_sort_like_values_and_invert() {
+        let values = [f32::NEG_INFINITY, -3.5, -f32::MIN_POSITIVE, -0.0, 0.0, 1e-40, 0.25, 1.0, 7.0, f32::INFINITY];
+        for pair in values.windows(2) {
+            assert!(ordered_bits(pair[0]) < ordered_bits(pair[1]), "{pair:?}");
+        }
+        for v in values {
+            assert_eq!(value_bits(ordered_bits(v)), v.to_bits(), "{v}");
+        }
     }
 
     #[test]
