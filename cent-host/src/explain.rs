@@ -21,6 +21,7 @@ use cent_nostd::tree::{Bounds, NodeIdx, Tree};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
+use std::sync::OnceLock;
 use thiserror::Error;
 
 /// Hyperparameters of the per-query explainer.
@@ -152,6 +153,9 @@ pub struct Explainer<'a> {
     pool_rows: &'a [f32],
     pool_labels: Vec<usize>,
     pub config: Config,
+    /// The held-out shuffle of the first query: (neighbour count, seed, permutation). Most
+    /// queries have the same count and seed and reuse it.
+    shuffle: OnceLock<(usize, u64, Vec<usize>)>,
 }
 
 impl std::fmt::Debug for Explainer<'_> {
@@ -184,7 +188,17 @@ impl<'a> Explainer<'a> {
         let z = encoder.forward_batch(pool_rows);
         let pool_labels = model.predict(pool_rows);
         let pool = Pool::new(&z, encoder.outputs(), &pool_labels, model.classes());
-        Explainer { encoding, schema: encoding.to_core_schema(), model, encoder, pool, pool_rows, pool_labels, config }
+        Explainer {
+            encoding,
+            schema: encoding.to_core_schema(),
+            model,
+            encoder,
+            pool,
+            pool_rows,
+            pool_labels,
+            config,
+            shuffle: OnceLock::new(),
+        }
     }
 
     /// The core schema (defaults for [`Query`]).
@@ -278,7 +292,15 @@ impl<'a> Explainer<'a> {
         ids.extend(contrast);
         let cols = self.schema.columns();
         // A seeded shuffle decides the held-out share.
-        let order = crate::data::split::permutation(ids.len(), self.config.seed);
+        let (len, seed) = (ids.len(), self.config.seed);
+        let fresh;
+        let order = match self.shuffle.get_or_init(|| (len, seed, crate::data::split::permutation(len, seed))) {
+            (l, s, order) if (*l, *s) == (len, seed) => order,
+            _ => {
+                fresh = crate::data::split::permutation(len, seed);
+                &fresh
+            }
+        };
         let held = ((ids.len() as f64) * self.config.holdout).round() as usize;
         let held = if ids.len() - held < 2 { 0 } else { held };
         let (held_out, fitted) = order.split_at(held);
