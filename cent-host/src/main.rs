@@ -11,7 +11,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            if e.downcast_ref::<cli::Usage>().is_some() { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
 }

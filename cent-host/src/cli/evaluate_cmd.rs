@@ -145,7 +145,7 @@ fn evaluate_pair(
     args: &EvaluateArgs,
 ) -> Result<PairReport> {
     if args.factuals == 0 {
-        bail!("--factuals must be at least 1");
+        return Err(super::usage("--factuals must be at least 1"));
     }
     let start = Instant::now();
     let bench = Bench::new(&a.prepared, model, &a.vae, Config::new(args.factuals, args.data.seed));

@@ -126,7 +126,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         };
         println!("{doc}");
     }
-    Ok(if all_found { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if all_found { ExitCode::SUCCESS } else { ExitCode::from(super::EXIT_NOT_FOUND) })
 }
 
 fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Vec<f32>)>> {

@@ -15,6 +15,27 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Exit code for a valid input that has no counterfactual under the constraints given.
+pub const EXIT_NOT_FOUND: u8 = 3;
+
+/// A usage error found after argument parsing (a meaningless value, contradictory options):
+/// `main` reports it like clap's own and exits with 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// `Err(Usage)` with the message: for `return Err(usage(...))` or `.map_err(usage)`.
+pub fn usage(message: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Usage(message.to_string()))
+}
+
 /// Counterfactual explanations for any classifier: "what is the smallest feasible change that
 /// flips this decision?" (the CEnt method: VAE-latent neighbours, an entropy decision tree,
 /// Dijkstra over the tree, constraint-respecting contrasts).
