@@ -23,7 +23,8 @@ fn bench(c: &mut Criterion) {
         let a = setup.load().expect("adult artifacts");
         let enc = &a.prepared.encoding;
         let query = enc.to_core_schema().default_query();
-        let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default());
+        let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+            .expect("the built-in model labels the pool");
         let rows = a.prepared.test.n_rows();
         let mut next = 0;
         c.bench_function(&format!("explain/adult/{kind:?}/k1000"), |b| {

@@ -22,6 +22,8 @@ use crate::train::{self, FileError, SeededRng};
 /// Any classifier that can be queried for class probabilities.
 ///
 /// Rows are the schema's encoded feature vectors, row-major: `rows.len() == n * inputs()`.
+/// A model may fail at run time (an ONNX runtime fault, a Python model raising): the failure is
+/// a [`ModelError`] naming the model and the batch, never a panic.
 pub trait BlackBox: Send + Sync {
     /// Number of classes, i.e. probabilities per row.
     fn classes(&self) -> usize;
@@ -30,13 +32,55 @@ pub trait BlackBox: Send + Sync {
     fn inputs(&self) -> usize;
 
     /// Class probabilities for each row, row-major: `n * classes()` values.
-    fn predict_proba(&self, rows: &[f32]) -> Vec<f32>;
+    ///
+    /// # Errors
+    /// [`ModelError::Failed`] when the model cannot evaluate the batch.
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError>;
+
+    /// [`BlackBox::predict_proba`], checked: exactly `classes()` finite values per row.
+    ///
+    /// # Errors
+    /// The model's own [`ModelError`], or [`ModelError::Output`] when it returned the wrong
+    /// number of values or a value that is not finite.
+    fn probabilities(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
+        let n = rows.len() / self.inputs().max(1);
+        let p = self.predict_proba(rows)?;
+        let expected = n * self.classes();
+        if p.len() != expected || self.classes() == 0 {
+            return Err(ModelError::Output {
+                rows: n,
+                message: format!("{} values returned, {expected} expected ({} per row)", p.len(), self.classes()),
+            });
+        }
+        if let Some(i) = p.iter().position(|v| !v.is_finite()) {
+            return Err(ModelError::Output {
+                rows: n,
+                message: format!("value {} of row {} is {}", i % self.classes(), i / self.classes(), p[i]),
+            });
+        }
+        Ok(p)
+    }
 
     /// The most probable class of each row; ties go to the lowest class index.
-    fn predict(&self, rows: &[f32]) -> Vec<usize> {
+    ///
+    /// # Errors
+    /// As [`BlackBox::probabilities`].
+    fn predict(&self, rows: &[f32]) -> Result<Vec<usize>, ModelError> {
         let classes = self.classes().max(1);
-        self.predict_proba(rows).chunks_exact(classes).map(argmax).collect()
+        Ok(self.probabilities(rows)?.chunks_exact(classes).map(argmax).collect())
     }
+}
+
+/// A classifier that failed at run time.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The model could not evaluate a batch.
+    #[error("the model {model} failed on a batch of {rows} row(s): {message}")]
+    Failed { model: String, rows: usize, message: String },
+    /// The model answered, but not with one probability per class and row.
+    #[error("the model returned unusable probabilities for a batch of {rows} row(s): {message}")]
+    Output { rows: usize, message: String },
 }
 
 /// Index of the largest value, the lowest index on ties (and 0 for an empty slice).
@@ -127,6 +171,8 @@ pub enum TrainError {
     Config(String),
     #[error("training diverged: mean loss {loss} in epoch {epoch}")]
     Diverged { epoch: usize, loss: f64 },
+    #[error(transparent)]
+    Model(#[from] ModelError),
 }
 
 /// A built-in classifier: a trained network served by the plain [`Mlp`] (softmax output).
@@ -145,8 +191,17 @@ impl BlackBox for Model {
         self.mlp.inputs()
     }
 
-    fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
-        self.mlp.forward_batch(rows)
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
+        Ok(self.mlp.forward_batch(rows))
+    }
+}
+
+impl Model {
+    /// The most probable class of each row (ties to the lowest index). A built-in model is
+    /// plain arithmetic on validated layers and cannot fail, unlike [`BlackBox::predict`].
+    pub fn classify(&self, rows: &[f32]) -> Vec<usize> {
+        let classes = self.mlp.outputs().max(1);
+        self.mlp.forward_batch(rows).chunks_exact(classes).map(argmax).collect()
     }
 }
 
@@ -278,7 +333,7 @@ pub fn train_with_losses(
 pub fn accuracy<B: BlackBox + ?Sized>(model: &B, x: &[f32], y: &[usize]) -> Result<f64, TrainError> {
     let n_cols = model.inputs();
     check_rows(x, n_cols, y)?;
-    let hits = model.predict(x).iter().zip(y).filter(|(p, t)| p == t).count();
+    let hits = model.predict(x)?.iter().zip(y).filter(|(p, t)| p == t).count();
     Ok(hits as f64 / y.len() as f64)
 }
 

@@ -18,7 +18,7 @@ pub mod plots;
 pub mod report;
 
 use crate::baselines::{Face, Found, GrowingSpheres, Method, NearestUnlike, NotFound, Problem, RandomSearch};
-use crate::blackbox::BlackBox;
+use crate::blackbox::{BlackBox, ModelError};
 use crate::data::Prepared;
 use crate::explain::{self, Explainer};
 use crate::metrics::{self, Judge, Measures, Reference};
@@ -170,27 +170,42 @@ impl std::fmt::Debug for Bench<'_> {
 impl<'a> Bench<'a> {
     /// Encodes and labels the pool (training split) and labels the whole dataset (training
     /// and test rows) for yNN.
-    pub fn new(prepared: &'a Prepared, model: &'a dyn BlackBox, vae: &'a Vae, config: Config) -> Self {
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails on the data.
+    pub fn new(
+        prepared: &'a Prepared,
+        model: &'a dyn BlackBox,
+        vae: &'a Vae,
+        config: Config,
+    ) -> Result<Self, ModelError> {
         let enc = &prepared.encoding;
         let schema = enc.to_core_schema();
         let query = schema.default_query();
-        let explainer = Explainer::new(enc, model, &vae.encoder, &prepared.train.data, config.cent);
+        let explainer = Explainer::new(enc, model, &vae.encoder, &prepared.train.data, config.cent)?;
         let mut all = prepared.train.data.clone();
         all.extend_from_slice(&prepared.test.data);
-        let reference = Reference::new(model, all, enc.n_cols());
-        Bench { prepared, model, vae, schema, query, explainer, reference, config }
+        let reference = Reference::new(model, all, enc.n_cols())?;
+        Ok(Bench { prepared, model, vae, schema, query, explainer, reference, config })
     }
 
     /// The factual test rows (see the module docs for the draw).
-    pub fn factuals(&self) -> Vec<usize> {
-        let predicted = self.model.predict(&self.prepared.test.data);
-        draw_factuals(&predicted, self.model.classes(), self.config.factuals, self.config.seed)
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails on the test split.
+    pub fn factuals(&self) -> Result<Vec<usize>, ModelError> {
+        let predicted = self.model.predict(&self.prepared.test.data)?;
+        Ok(draw_factuals(&predicted, self.model.classes(), self.config.factuals, self.config.seed))
     }
 
-    /// Runs `method` on every factual and measures the results.
-    pub fn run(&self, method: MethodKind, factuals: &[usize]) -> MethodResult {
-        let rows: Vec<Row> = factuals.iter().map(|&r| self.row(method, r)).collect();
-        MethodResult { summary: summarize(method, &rows), rows }
+    /// Runs `method` on every factual and measures the results. A model failure inside a
+    /// method's search leaves that factual not found, with the failure as its reason.
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails on a factual or while its counterfactual is measured.
+    pub fn run(&self, method: MethodKind, factuals: &[usize]) -> Result<MethodResult, ModelError> {
+        let rows: Vec<Row> = factuals.iter().map(|&r| self.row(method, r)).collect::<Result<_, _>>()?;
+        Ok(MethodResult { summary: summarize(method, &rows), rows })
     }
 
     fn problem(&self) -> Problem<'_> {
@@ -203,9 +218,9 @@ impl<'a> Bench<'a> {
         }
     }
 
-    fn row(&self, method: MethodKind, test_row: usize) -> Row {
+    fn row(&self, method: MethodKind, test_row: usize) -> Result<Row, ModelError> {
         let x = self.prepared.test.row(test_row);
-        let fact_class = self.model.predict(x).first().copied().unwrap_or(0);
+        let fact_class = self.model.predict(x)?.first().copied().unwrap_or(0);
         let target_class = (fact_class + 1) % self.model.classes().max(1);
         let problem = self.problem();
         let start = Instant::now();
@@ -231,12 +246,12 @@ impl<'a> Bench<'a> {
         };
         match result {
             Ok(found) => {
-                let m = metrics::measure(&judge, x, &found.x, target_class);
+                let m = metrics::measure(&judge, x, &found.x, target_class)?;
                 (row.found, row.flipped, row.measures, row.fidelity) = (true, m.flipped, Some(m), found.fidelity);
             }
             Err(e) => row.reason = Some(e.to_string()),
         }
-        row
+        Ok(row)
     }
 
     fn call(&self, method: MethodKind, p: &Problem<'_>, x: &[f32], target: usize) -> Result<Found, NotFound> {
@@ -251,7 +266,10 @@ impl<'a> Bench<'a> {
 
     /// CEnt's cheapest verified counterfactual, re-verified like every baseline's.
     fn cent(&self, p: &Problem<'_>, x: &[f32], target: usize) -> Result<Found, NotFound> {
-        let e = self.explainer.explain(x, p.query, Some(target)).map_err(|e| NotFound::Other(e.to_string()))?;
+        let e = self.explainer.explain(x, p.query, Some(target)).map_err(|e| match e {
+            explain::ExplainError::Model(m) => NotFound::from(m),
+            e => NotFound::Other(e.to_string()),
+        })?;
         let best = e.counterfactuals.into_iter().next().ok_or(NotFound::Budget)?;
         let found = p.verify(x, best.encoded, target)?;
         Ok(Found { fidelity: Some(e.fidelity), ..found })

@@ -7,7 +7,7 @@
 //! (decoded, rounded to the printed precision, re-encoded): it flips the black box and breaks no
 //! constraint, or it is not returned.
 
-use crate::blackbox::BlackBox;
+use crate::blackbox::{BlackBox, ModelError};
 use crate::data::{Encoding, Value};
 use crate::layers::Mlp;
 use crate::neighbors::Pool;
@@ -87,6 +87,8 @@ pub enum ExplainError {
     Surrogate(#[from] SurrogateError),
     #[error("core: {0}")]
     Core(String),
+    #[error(transparent)]
+    Model(#[from] ModelError),
 }
 
 /// A class and the model's probability for it.
@@ -178,17 +180,20 @@ const NODES: usize = cent_nostd::capacity::NODES;
 impl<'a> Explainer<'a> {
     /// Encodes the pool (`pool_rows`, row-major encoded rows) with `encoder` and labels it with
     /// `model`, once.
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails on the pool.
     pub fn new(
         encoding: &'a Encoding,
         model: &'a dyn BlackBox,
         encoder: &'a Mlp,
         pool_rows: &'a [f32],
         config: Config,
-    ) -> Self {
+    ) -> Result<Self, ModelError> {
         let z = encoder.forward_batch(pool_rows);
-        let pool_labels = model.predict(pool_rows);
+        let pool_labels = model.predict(pool_rows)?;
         let pool = Pool::new(&z, encoder.outputs(), &pool_labels, model.classes());
-        Explainer {
+        Ok(Explainer {
             encoding,
             schema: encoding.to_core_schema(),
             model,
@@ -198,7 +203,7 @@ impl<'a> Explainer<'a> {
             pool_labels,
             config,
             shuffle: OnceLock::new(),
-        }
+        })
     }
 
     /// The core schema (defaults for [`Query`]).
@@ -219,7 +224,7 @@ impl<'a> Explainer<'a> {
     /// otherwise.
     pub fn explain(&self, x: &[f32], query: &Query, desired: Option<usize>) -> Result<Explanation, ExplainError> {
         self.check_input(x)?;
-        let proba = self.model.predict_proba(x);
+        let proba = self.model.probabilities(x)?;
         let fact = argmax(&proba);
         let classes = self.model.classes();
         let target_classes: Vec<usize> = match desired {
@@ -246,7 +251,7 @@ impl<'a> Explainer<'a> {
             rejected: 0,
         };
         let candidates = self.candidates(&tree, x, query, target, &mut out)?;
-        self.verify(&tree, x, query, target, candidates, &mut out);
+        self.verify(&tree, x, query, target, candidates, &mut out)?;
         if out.counterfactuals.is_empty() {
             let reason = match (out.examined, out.built) {
                 (0, _) => Reason::NoReachableContrastLeaf,
@@ -305,8 +310,8 @@ impl<'a> Explainer<'a> {
         let held = if ids.len() - held < 2 { 0 } else { held };
         let (held_out, fitted) = order.split_at(held);
         let pick = |positions: &[usize]| positions.iter().map(|&i| ids[i]).collect::<Vec<u32>>();
-        let (train, train_y) = self.projected(x, query, &pick(fitted));
-        let (test, test_y) = self.projected(x, query, &pick(held_out));
+        let (train, train_y) = self.projected(x, query, &pick(fitted))?;
+        let (test, test_y) = self.projected(x, query, &pick(held_out))?;
         let allowed = self.mutable_columns(query);
         let g = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
         let fidelity = if test_y.is_empty() { g.fidelity(&train, &train_y) } else { g.fidelity(&test, &test_y) };
@@ -320,7 +325,7 @@ impl<'a> Explainer<'a> {
     /// that difference; projected, the tree learns the model on the query's own feasible slice.
     /// With no such constraint the rows are the pool's and keep the pool's labels (no model
     /// call).
-    fn projected(&self, x: &[f32], query: &Query, ids: &[u32]) -> (Vec<f32>, Vec<usize>) {
+    fn projected(&self, x: &[f32], query: &Query, ids: &[u32]) -> Result<(Vec<f32>, Vec<usize>), ModelError> {
         let cols = self.schema.columns();
         let mut rows = Vec::with_capacity(ids.len() * cols);
         for &id in ids {
@@ -330,13 +335,13 @@ impl<'a> Explainer<'a> {
         // Only features the query constrains change a row; with none, the rows are the pool's.
         let steps = projection(&self.schema, query, x, cols);
         if steps.is_empty() {
-            return (rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect());
+            return Ok((rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect()));
         }
         for row in rows.chunks_exact_mut(cols) {
             apply_projection(&steps, row);
         }
-        let labels = self.model.predict(&rows);
-        (rows, labels)
+        let labels = self.model.predict(&rows)?;
+        Ok((rows, labels))
     }
 
     /// Columns of features the query lets change (whole one-hot groups out for immutables).
@@ -424,9 +429,9 @@ impl<'a> Explainer<'a> {
         target: Target,
         cands: Vec<Candidate>,
         out: &mut Explanation,
-    ) {
+    ) -> Result<(), ModelError> {
         let batch: Vec<f32> = cands.iter().flat_map(|c| c.x.iter().copied()).collect();
-        let proba = if batch.is_empty() { Vec::new() } else { self.model.predict_proba(&batch) };
+        let proba = if batch.is_empty() { Vec::new() } else { self.model.probabilities(&batch)? };
         let classes = self.model.classes();
         let mut done_leaf = None;
         for (c, p) in cands.into_iter().zip(proba.chunks_exact(classes)) {
@@ -453,6 +458,7 @@ impl<'a> Explainer<'a> {
                 leaf: c.leaf,
             });
         }
+        Ok(())
     }
 
     /// Before/after of each changed feature, in decoded units.

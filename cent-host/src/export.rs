@@ -91,7 +91,7 @@ pub fn export(a: &Artifacts, params: AtlasParams) -> Result<Export, ExportError>
     let schema = a.prepared.encoding.to_core_schema();
     let rows = &a.prepared.train.data;
     let z = a.vae.encode(rows);
-    let labels = a.model.predict(rows);
+    let labels = a.model.classify(rows);
     let pool = PoolData { rows, z: &z, latent: a.vae.latent(), labels: &labels };
     let atlas = atlas::build(pool, &schema, a.model.classes(), params).map_err(ExportError::Atlas)?;
     let quantize = |what, mlp| quantize_mlp(mlp, rows).map_err(|error| ExportError::Quantize { what, error });
@@ -100,7 +100,7 @@ pub fn export(a: &Artifacts, params: AtlasParams) -> Result<Export, ExportError>
     let name = bundle_name(&a.name, a.model.kind, params.seed);
     let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas)?;
     let test = &a.prepared.test.data;
-    let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &a.model.predict(test));
+    let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &a.model.classify(test));
     Ok(Export { bytes, sizes, atlas, encoder, classifier: Some(classifier), test_fidelity })
 }
 

@@ -8,7 +8,7 @@
 //! a category adds 2 to `l1`, `sqrt(2)` to `l2` and 1 to `linf`. The latent distance is the
 //! Euclidean distance between the VAE means of `x` and `x'`.
 
-use crate::blackbox::BlackBox;
+use crate::blackbox::{BlackBox, ModelError};
 use crate::data::Value;
 use crate::layers::Mlp;
 use cent_nostd::counterfactual;
@@ -45,20 +45,35 @@ fn squared(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// The most probable class of each row (the lowest index on ties).
-pub fn predicted(model: &dyn BlackBox, rows: &[f32]) -> Vec<usize> {
+///
+/// # Errors
+/// [`ModelError`] when the model fails.
+pub fn predicted(model: &dyn BlackBox, rows: &[f32]) -> Result<Vec<usize>, ModelError> {
     model.predict(rows)
 }
 
 /// True when the model assigns `x'` to `target`.
-pub fn flipped(model: &dyn BlackBox, x_new: &[f32], target: usize) -> bool {
-    predicted(model, x_new).first() == Some(&target)
+///
+/// # Errors
+/// [`ModelError`] when the model fails.
+pub fn flipped(model: &dyn BlackBox, x_new: &[f32], target: usize) -> Result<bool, ModelError> {
+    Ok(predicted(model, x_new)?.first() == Some(&target))
 }
 
 /// Redundancy: how many changed logical features can each, alone, be set back to `x`'s value
 /// while the model still predicts `target`. 0 means every change is needed.
 ///
 /// All the one-feature reverts go to the model in one batch.
-pub fn redundancy(schema: &Schema, model: &dyn BlackBox, x: &[f32], x_new: &[f32], target: usize) -> usize {
+///
+/// # Errors
+/// [`ModelError`] when the model fails.
+pub fn redundancy(
+    schema: &Schema,
+    model: &dyn BlackBox,
+    x: &[f32],
+    x_new: &[f32],
+    target: usize,
+) -> Result<usize, ModelError> {
     let mask = counterfactual::changed(schema, x, x_new);
     let mut batch = Vec::new();
     for (j, f) in schema.features().iter().enumerate() {
@@ -69,9 +84,9 @@ pub fn redundancy(schema: &Schema, model: &dyn BlackBox, x: &[f32], x_new: &[f32
         }
     }
     if batch.is_empty() {
-        return 0;
+        return Ok(0);
     }
-    predicted(model, &batch).iter().filter(|&&c| c == target).count()
+    Ok(predicted(model, &batch)?.iter().filter(|&&c| c == target).count())
 }
 
 /// Constraint violations of `x'` relative to `x`, judged on decoded (raw) values.
@@ -139,9 +154,12 @@ pub struct Reference {
 
 impl Reference {
     /// Labels `rows` (row-major, `n_cols` wide) with `model`, once.
-    pub fn new(model: &dyn BlackBox, rows: Vec<f32>, n_cols: usize) -> Self {
-        let labels = model.predict(&rows);
-        Reference { rows, labels, n_cols }
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails.
+    pub fn new(model: &dyn BlackBox, rows: Vec<f32>, n_cols: usize) -> Result<Self, ModelError> {
+        let labels = model.predict(&rows)?;
+        Ok(Reference { rows, labels, n_cols })
     }
 
     /// Number of reference rows.
@@ -210,19 +228,22 @@ impl std::fmt::Debug for Judge<'_> {
 }
 
 /// Measures `x'` against `x` for `target`.
-pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Measures {
-    Measures {
-        flipped: flipped(judge.model, x_new, target),
+///
+/// # Errors
+/// [`ModelError`] when the model fails.
+pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Result<Measures, ModelError> {
+    Ok(Measures {
+        flipped: flipped(judge.model, x_new, target)?,
         l0: l0(judge.schema, x, x_new),
         l1: l1(x, x_new),
         l2: l2(x, x_new),
         linf: linf(x, x_new),
         latent: latent_distance(judge.encoder, x, x_new),
-        redundancy: redundancy(judge.schema, judge.model, x, x_new, target),
+        redundancy: redundancy(judge.schema, judge.model, x, x_new, target)?,
         violations: violations(judge.schema, judge.query, x, x_new),
         feasible: counterfactual::check(judge.schema, judge.query, x, x_new).is_ok(),
         ynn: judge.reference.ynn(x_new, target, YNN_K),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -245,8 +266,11 @@ mod tests {
         fn inputs(&self) -> usize {
             6
         }
-        fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
-            rows.chunks_exact(6).flat_map(|r| if r[0] + 0.5 * r[2] > 0.6 { [0.0, 1.0] } else { [1.0, 0.0] }).collect()
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+            Ok(rows
+                .chunks_exact(6)
+                .flat_map(|r| if r[0] + 0.5 * r[2] > 0.6 { [0.0, 1.0] } else { [1.0, 0.0] })
+                .collect())
         }
     }
 
@@ -282,11 +306,11 @@ mod tests {
         // adds 0.1 and the job switch nothing: reverting degree or job keeps the flip, reverting
         // income does not.
         let x_new = [0.7, 0.3, 0.6, 0.0, 0.0, 1.0];
-        assert!(flipped(&Threshold, &x_new, 1));
-        assert_eq!(redundancy(&schema(), &Threshold, &X, &x_new, 1), 2);
+        assert!(flipped(&Threshold, &x_new, 1).expect("runs"));
+        assert_eq!(redundancy(&schema(), &Threshold, &X, &x_new, 1).expect("runs"), 2);
         // Only income changes: it cannot be reverted.
         let minimal = [0.7, 0.3, 0.4, 0.0, 1.0, 0.0];
-        assert_eq!(redundancy(&schema(), &Threshold, &X, &minimal, 1), 0);
+        assert_eq!(redundancy(&schema(), &Threshold, &X, &minimal, 1).expect("runs"), 0);
     }
 
     #[test]
@@ -313,7 +337,7 @@ mod tests {
         for i in 0..10 {
             rows.extend([i as f32 / 10.0, 0.3, 0.0, 0.0, 1.0, 0.0]);
         }
-        let reference = Reference::new(&Threshold, rows, 6);
+        let reference = Reference::new(&Threshold, rows, 6).expect("runs");
         assert_eq!(reference.len(), 10);
         // Nearest five to income 0.71: 0.7, 0.8, 0.6, 0.9, 0.5 -> labels 1, 1, 0, 1, 0.
         let x_new = [0.71, 0.3, 0.0, 0.0, 1.0, 0.0];
@@ -334,14 +358,14 @@ mod tests {
         };
         let s = schema();
         let q = s.default_query();
-        let reference = Reference::new(&Threshold, X.to_vec(), 6);
+        let reference = Reference::new(&Threshold, X.to_vec(), 6).expect("runs");
         let judge = Judge { schema: &s, query: &q, model: &Threshold, encoder: &encoder, reference: &reference };
         let x_new = [0.7, 0.3, 0.4, 0.0, 1.0, 0.0];
-        let m = measure(&judge, &X, &x_new, 1);
+        let m = measure(&judge, &X, &x_new, 1).expect("runs");
         assert!(m.flipped && m.feasible);
         assert_eq!((m.l0, m.redundancy), (1, 0));
         assert!((m.l1 - 0.5).abs() < EPS && (m.latent - 0.5).abs() < EPS && m.ynn.abs() < EPS);
         let immutable_moved = [0.7, 0.5, 0.4, 0.0, 1.0, 0.0];
-        assert!(!measure(&judge, &X, &immutable_moved, 1).feasible);
+        assert!(!measure(&judge, &X, &immutable_moved, 1).expect("runs").feasible);
     }
 }

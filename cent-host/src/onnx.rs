@@ -15,7 +15,7 @@
 //! output is a sequence of maps, not a tensor): export scikit-learn models with skl2onnx
 //! `options={"zipmap": False}` (or `to_onnx(..., options={id(model): {"zipmap": False}})`).
 
-use crate::blackbox::BlackBox;
+use crate::blackbox::{BlackBox, ModelError};
 use std::path::{Path, PathBuf};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
@@ -160,19 +160,18 @@ impl BlackBox for OnnxModel {
         self.inputs
     }
 
-    /// # Panics
-    /// If tract fails on a batch of the validated shape (the model was probed at load, so this
-    /// is a runtime fault, not an input error).
-    fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
+    /// # Errors
+    /// [`ModelError::Failed`] naming the file when tract fails on the batch (the model was
+    /// probed at load, so this is a runtime fault, not an input error).
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
         if rows.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        match self.run(rows) {
-            Ok(p) => p,
-            Err(e) => {
-                panic!("ONNX model {} failed on a batch it was validated for: {}", self.path.display(), chain(&e))
-            }
-        }
+        self.run(rows).map_err(|e| ModelError::Failed {
+            model: format!("ONNX {}", self.path.display()),
+            rows: rows.len() / self.inputs.max(1),
+            message: chain(&e),
+        })
     }
 }
 
@@ -258,9 +257,9 @@ mod tests {
         let table = crate::data::load_adult().expect("embedded Adult");
         let prepared = crate::data::prepare(table, crate::data::TEST_FRACTION, 1).expect("prepares");
         let rows = &prepared.test.data[..500 * 47];
-        let (a, b) = (onnx.predict_proba(rows), builtin.predict_proba(rows));
+        let (a, b) = (onnx.probabilities(rows).expect("runs"), builtin.probabilities(rows).expect("runs"));
         assert!(close(&a, &b, 1e-5), "ONNX and built-in probabilities differ");
-        assert_eq!(onnx.predict(rows), builtin.predict(rows));
+        assert_eq!(onnx.predict(rows).expect("runs"), builtin.predict(rows).expect("runs"));
     }
 
     #[test]
@@ -307,9 +306,9 @@ mod tests {
         let (rows, lr, mlp) = expected();
         let model = OnnxModel::load(&fixture("skl-lr.onnx"), 5, 2).expect("LinearClassifier export loads");
         assert_eq!(model.output_name(), "probabilities");
-        assert!(close(&model.predict_proba(&rows), &lr, 1e-5));
+        assert!(close(&model.probabilities(&rows).expect("runs"), &lr, 1e-5));
         let model = OnnxModel::load(&fixture("skl-mlp.onnx"), 5, 2).expect("MLP export loads");
-        assert!(close(&model.predict_proba(&rows), &mlp, 1e-5));
+        assert!(close(&model.probabilities(&rows).expect("runs"), &mlp, 1e-5));
     }
 
     #[test]

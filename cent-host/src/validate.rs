@@ -19,7 +19,6 @@
 //! the same bundle and queries prints too, so the two outputs compare byte for byte.
 
 use crate::artifacts::Artifacts;
-use crate::blackbox::BlackBox;
 use crate::explain::{self, Config};
 use crate::export::bundle_name;
 use crate::layers;
@@ -59,6 +58,8 @@ pub enum ValidateError {
     Layout { origin: String, what: &'static str },
     #[error("{len} query values do not form rows of {columns} columns")]
     Queries { len: usize, columns: usize },
+    #[error(transparent)]
+    Model(#[from] crate::blackbox::ModelError),
 }
 
 /// Reads a bundle file and checks that the device loader accepts it.
@@ -283,7 +284,7 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
     let mut device = Box::new(Explainer::<NODES>::new());
     let mut full = FullPrecision::new(&b, &a.vae.encoder, Some(&a.model.mlp));
     let config = Config { n: 1, seed: settings.seed, ..Config::default() };
-    let cent = explain::Explainer::new(&a.prepared.encoding, &a.model, &a.vae.encoder, &a.prepared.train.data, config);
+    let cent = explain::Explainer::new(&a.prepared.encoding, &a.model, &a.vae.encoder, &a.prepared.train.data, config)?;
     for &r in &rows {
         let x = &test.data[r * columns..(r + 1) * columns];
         let ctx = Query1 { model: a, schema: &b.schema, query: &query, x };
@@ -343,7 +344,7 @@ struct Query1<'q> {
 
 impl Query1<'_> {
     fn class(&self, x: &[f32]) -> usize {
-        self.model.model.predict(x).first().copied().unwrap_or(0)
+        self.model.model.classify(x).first().copied().unwrap_or(0)
     }
 }
 

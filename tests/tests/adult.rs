@@ -19,7 +19,8 @@ fn test_counterfactuals_flip_and_respect_constraints() {
     // Tighten on top of the schema: education may only grow (already), hours only grow.
     let hours = enc.feature_index("hours-per-week").unwrap();
     query.mutability[hours] = Mutability::IncreaseOnly;
-    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default());
+    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+        .expect("the built-in model labels the pool");
     let (mut found, mut tried) = (0, 0);
     for row in 0..40 {
         let x = a.prepared.test.row(row);
@@ -32,7 +33,7 @@ fn test_counterfactuals_flip_and_respect_constraints() {
         found += 1;
         let before = enc.decode(x).unwrap();
         for cf in &e.counterfactuals {
-            let class = a.model.predict(&cf.encoded)[0];
+            let class = a.model.classify(&cf.encoded)[0];
             assert_ne!(class, e.fact.index, "row {row}: counterfactual does not flip the model");
             assert_eq!(class, cf.class.index);
             assert!(counterfactual::check(&schema, &query, x, &cf.encoded).is_ok(), "row {row}: constraint broken");
@@ -60,7 +61,8 @@ fn test_same_seed_same_output() {
     let enc = &a.prepared.encoding;
     let query = enc.to_core_schema().default_query();
     let run = || {
-        let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default());
+        let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+            .expect("the built-in model labels the pool");
         (0..10)
             .map(|r| format!("{:?}", explainer.explain(a.prepared.test.row(r), &query, None).ok()))
             .collect::<Vec<_>>()
@@ -73,10 +75,109 @@ fn test_json_output_is_valid() {
     let a = adult();
     let enc = &a.prepared.encoding;
     let query = enc.to_core_schema().default_query();
-    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default());
+    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+        .expect("the built-in model labels the pool");
     let e = (0..20).find_map(|r| explainer.explain(a.prepared.test.row(r), &query, None).ok()).expect("an explanation");
     let text = serde_json::to_string(&e).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(v["counterfactuals"][0]["changes"][0]["feature"].is_string());
     assert!(v["fidelity"].as_f64().unwrap() > 0.5);
+}
+
+/// The built-in model behind a fault: answers the first `ok` calls, then fails, as an ONNX
+/// runtime or a user's model may after load.
+struct Flaky<'a> {
+    inner: &'a cent_host::blackbox::Model,
+    calls: std::sync::atomic::AtomicUsize,
+    ok: usize,
+}
+
+impl BlackBox for Flaky<'_> {
+    fn classes(&self) -> usize {
+        self.inner.classes()
+    }
+    fn inputs(&self) -> usize {
+        self.inner.inputs()
+    }
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < self.ok {
+            return self.inner.predict_proba(rows);
+        }
+        Err(cent_host::blackbox::ModelError::Failed {
+            model: "flaky".into(),
+            rows: rows.len() / self.inputs(),
+            message: "device lost".into(),
+        })
+    }
+}
+
+#[test]
+fn test_a_model_failing_at_run_time_is_an_error_naming_the_model_and_the_batch() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let query = enc.to_core_schema().default_query();
+    let x = a.prepared.test.row(0);
+    // Fails on the pool: the explainer cannot be built.
+    let dead = Flaky { inner: &a.model, calls: 0.into(), ok: 0 };
+    let err = Explainer::new(enc, &dead, &a.vae.encoder, &a.prepared.train.data, Config::default())
+        .expect_err("a model that fails on the pool is an error");
+    let text = err.to_string();
+    assert!(text.contains("flaky") && text.contains(&format!("{} row(s)", a.prepared.train_labels.len())), "{text}");
+    // Fails at each later call of a query (the query's class, the neighbours, the candidates).
+    for ok in 1..5 {
+        let flaky = Flaky { inner: &a.model, calls: 0.into(), ok };
+        let explainer = Explainer::new(enc, &flaky, &a.vae.encoder, &a.prepared.train.data, Config::default())
+            .expect("the pool is labelled");
+        match explainer.explain(x, &query, None) {
+            Err(ExplainError::Model(e)) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("the model flaky failed on a batch of") && text.contains("device lost"),
+                    "{text}"
+                );
+            }
+            Err(e) => panic!("call {ok}: expected a model error, got {e}"),
+            Ok(e) if ok < 3 => panic!("call {ok}: explained without the model ({} results)", e.counterfactuals.len()),
+            Ok(_) => {} // The query needed fewer calls than `ok`.
+        }
+    }
+    // Baselines and the evaluation harness report it too, never a panic.
+    let flaky = Flaky { inner: &a.model, calls: 0.into(), ok: 2 };
+    let bench = cent_host::evaluate::Bench::new(&a.prepared, &flaky, &a.vae, cent_host::evaluate::Config::new(2, 1));
+    let bench = bench.expect("pool and reference labelled");
+    let err = bench.factuals().expect_err("the third call fails");
+    assert!(err.to_string().contains("flaky"), "{err}");
+}
+
+/// A model that returns one probability too few is refused, not indexed out of bounds.
+#[test]
+fn test_a_model_returning_the_wrong_number_of_probabilities_is_an_error() {
+    struct Short;
+    impl BlackBox for Short {
+        fn classes(&self) -> usize {
+            2
+        }
+        fn inputs(&self) -> usize {
+            3
+        }
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
+            Ok(vec![0.5; (rows.len() / 3 * 2).saturating_sub(1)])
+        }
+    }
+    let err = Short.predict(&[0.0; 6]).expect_err("3 values for 2 rows of 2 classes");
+    assert!(err.to_string().contains("3 values returned, 4 expected"), "{err}");
+    struct NotANumber;
+    impl BlackBox for NotANumber {
+        fn classes(&self) -> usize {
+            2
+        }
+        fn inputs(&self) -> usize {
+            1
+        }
+        fn predict_proba(&self, _: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
+            Ok(vec![0.5, f32::NAN])
+        }
+    }
+    let err = NotANumber.probabilities(&[0.0]).expect_err("NaN");
+    assert!(err.to_string().contains("NaN"), "{err}");
 }

@@ -69,7 +69,7 @@ fn assert_reports_flip(corpus: &Corpus, settings: &TextRun) {
                     words.push(w.to_string());
                 }
             }
-            let class = model.predict(&vocab.encode(&words))[0];
+            let class = model.predict(&vocab.encode(&words)).expect("the text model cannot fail")[0];
             assert_eq!(corpus.classes[class], d.to, "{:?}: {d:?} does not flip", m.model);
         }
     }

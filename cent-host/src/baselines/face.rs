@@ -58,7 +58,7 @@ impl Method for Face {
         }
         let graph = knn_graph(p, &rows, n, self.k);
         let cost = shortest_paths(&graph);
-        let proba = p.model.predict_proba(&rows[n..]);
+        let proba = p.model.probabilities(&rows[n..])?;
         let classes = p.model.classes();
         let confident = |v: usize| proba.get((v - 1) * classes + target).is_some_and(|&q| q >= self.confidence);
         let end = (1..=points.len())

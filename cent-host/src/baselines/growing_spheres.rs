@@ -48,10 +48,10 @@ impl Method for GrowingSpheres {
         let mut rng = Sampler::new(self.seed);
         // Shrink the first ball while it still holds an enemy.
         let mut radius = self.first_radius;
-        let mut best = self.enemy_in(p, x, target, &cols, 0.0, radius, &mut rng);
+        let mut best = self.enemy_in(p, x, target, &cols, 0.0, radius, &mut rng)?;
         let mut halvings = 0;
         while best.is_some() && halvings < self.max_halvings {
-            let smaller = self.enemy_in(p, x, target, &cols, 0.0, radius / 2.0, &mut rng);
+            let smaller = self.enemy_in(p, x, target, &cols, 0.0, radius / 2.0, &mut rng)?;
             if smaller.is_none() {
                 break;
             }
@@ -61,12 +61,12 @@ impl Method for GrowingSpheres {
         let step = radius;
         let mut layers = 0;
         while best.is_none() && layers < self.max_layers {
-            best = self.enemy_in(p, x, target, &cols, radius, radius + step, &mut rng);
+            best = self.enemy_in(p, x, target, &cols, radius, radius + step, &mut rng)?;
             radius += step;
             layers += 1;
         }
         let enemy = best.ok_or(NotFound::Budget)?;
-        p.verify(x, p.sparsify(x, enemy, target), target)
+        p.verify(x, p.sparsify(x, enemy, target)?, target)
     }
 }
 
@@ -82,7 +82,7 @@ impl GrowingSpheres {
         lo: f32,
         hi: f32,
         rng: &mut Sampler,
-    ) -> Option<Vec<f32>> {
+    ) -> Result<Option<Vec<f32>>, NotFound> {
         let n = x.len();
         let mut batch = Vec::with_capacity(self.samples * n);
         for _ in 0..self.samples {
@@ -94,10 +94,10 @@ impl GrowingSpheres {
             }
             p.project(x, row);
         }
-        p.valid_among(x, &batch, target)
+        Ok(p.valid_among(x, &batch, target)?
             .into_iter()
             .map(|i| batch[i * n..(i + 1) * n].to_vec())
-            .min_by(|a, b| squared(a, x).total_cmp(&squared(b, x)))
+            .min_by(|a, b| squared(a, x).total_cmp(&squared(b, x))))
     }
 }
 
@@ -142,7 +142,7 @@ mod tests {
             let found = GrowingSpheres::default().counterfactual(p, &X, 1).expect("the toy flips");
             assert_valid(p, &found);
             // After feature selection no change can be reverted alone.
-            assert_eq!(crate::metrics::redundancy(p.schema, p.model, &X, &found.x, 1), 0, "{:?}", found.x);
+            assert_eq!(crate::metrics::redundancy(p.schema, p.model, &X, &found.x, 1).ok(), Some(0), "{:?}", found.x);
             assert!(crate::metrics::l0(p.schema, &X, &found.x) >= 1);
         });
     }

@@ -55,6 +55,15 @@ pub enum NotFound {
     Rejected(String),
     #[error("{0}")]
     Other(String),
+    /// The model failed at run time (the text names the model and the batch).
+    #[error("{0}")]
+    Model(String),
+}
+
+impl From<crate::blackbox::ModelError> for NotFound {
+    fn from(e: crate::blackbox::ModelError) -> Self {
+        NotFound::Model(e.to_string())
+    }
 }
 
 /// A counterfactual method under evaluation.
@@ -101,7 +110,7 @@ impl Problem<'_> {
         if let Err(v) = counterfactual::check(self.schema, self.query, x, &x_new) {
             return Err(NotFound::Rejected(v.to_string()));
         }
-        if self.model.predict(&x_new).first() != Some(&target) {
+        if self.model.predict(&x_new)?.first() != Some(&target) {
             return Err(NotFound::Rejected("the model does not assign it to the target class".into()));
         }
         Ok(Found { x: x_new, fidelity: None })
@@ -109,20 +118,24 @@ impl Problem<'_> {
 
     /// Indices of `rows` (row-major candidates) that the model assigns to `target` and that
     /// pass the constraint check, in one batched call of the model.
-    fn valid_among(&self, x: &[f32], rows: &[f32], target: usize) -> Vec<usize> {
+    ///
+    /// # Errors
+    /// [`NotFound::Model`] when the model fails.
+    fn valid_among(&self, x: &[f32], rows: &[f32], target: usize) -> Result<Vec<usize>, NotFound> {
         if rows.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let n = self.columns();
-        let classes = self.model.predict(rows);
-        rows.chunks_exact(n)
+        let classes = self.model.predict(rows)?;
+        Ok(rows
+            .chunks_exact(n)
             .zip(classes)
             .enumerate()
             .filter(|(_, (r, c))| {
                 *c == target && *r != x && counterfactual::check(self.schema, self.query, x, r).is_ok()
             })
             .map(|(i, _)| i)
-            .collect()
+            .collect())
     }
 
     /// Logical features the query lets change.
@@ -174,7 +187,7 @@ impl Problem<'_> {
     /// Feature selection of Growing Spheres, used by the sampling methods: changed features are
     /// set back to `x`'s value one at a time, smallest change first, as long as the result stays
     /// valid.
-    fn sparsify(&self, x: &[f32], mut x_new: Vec<f32>, target: usize) -> Vec<f32> {
+    fn sparsify(&self, x: &[f32], mut x_new: Vec<f32>, target: usize) -> Result<Vec<f32>, NotFound> {
         let mask = counterfactual::changed(self.schema, x, &x_new);
         let mut order: Vec<(f32, usize)> = (0..self.schema.features().len())
             .filter(|j| mask & (1 << j) != 0)
@@ -185,11 +198,11 @@ impl Problem<'_> {
             let Some(f) = self.schema.feature(j) else { continue };
             let mut trial = x_new.clone();
             trial[f.columns()].copy_from_slice(&x[f.columns()]);
-            if !self.valid_among(x, &trial, target).is_empty() {
+            if !self.valid_among(x, &trial, target)?.is_empty() {
                 x_new = trial;
             }
         }
-        x_new
+        Ok(x_new)
     }
 }
 
@@ -283,10 +296,11 @@ pub(crate) mod tests {
         fn inputs(&self) -> usize {
             6
         }
-        fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
-            rows.chunks_exact(6)
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+            Ok(rows
+                .chunks_exact(6)
                 .flat_map(|r| if r[0] + 0.5 * r[2] > 0.6 || r[3] > 0.5 { [0.1, 0.9] } else { [0.9, 0.1] })
-                .collect()
+                .collect())
         }
     }
 
@@ -306,7 +320,7 @@ pub(crate) mod tests {
                 }
             }
         }
-        let labels = Toy.predict(&rows);
+        let labels = Toy.predict(&rows).expect("the toy model cannot fail");
         (rows, labels)
     }
 
@@ -321,7 +335,7 @@ pub(crate) mod tests {
     /// Every method's output is valid and changes no immutable.
     pub(crate) fn assert_valid(p: &Problem<'_>, found: &Found) {
         assert!(counterfactual::check(p.schema, p.query, &X, &found.x).is_ok(), "{:?}", found.x);
-        assert_eq!(Toy.predict(&found.x), vec![1], "{:?}", found.x);
+        assert_eq!(Toy.predict(&found.x).ok(), Some(vec![1]), "{:?}", found.x);
         assert!((found.x[1] - X[1]).abs() < 1e-9, "age changed: {:?}", found.x);
         assert!(found.x[2] >= X[2], "degree decreased: {:?}", found.x);
     }
@@ -356,8 +370,43 @@ pub(crate) mod tests {
     fn test_sparsify_drops_changes_that_are_not_needed() {
         with_problem(|p| {
             let noisy = vec![0.9, 0.3, 0.5, 0.0, 0.0, 1.0];
-            assert_eq!(p.sparsify(&X, noisy, 1), vec![0.9, 0.3, 0.4, 0.0, 1.0, 0.0]);
+            assert_eq!(p.sparsify(&X, noisy, 1), Ok(vec![0.9, 0.3, 0.4, 0.0, 1.0, 0.0]));
         });
+    }
+
+    /// A model that fails at every call.
+    struct Broken;
+
+    impl BlackBox for Broken {
+        fn classes(&self) -> usize {
+            2
+        }
+        fn inputs(&self) -> usize {
+            6
+        }
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+            Err(crate::blackbox::ModelError::Failed {
+                model: "broken".into(),
+                rows: rows.len() / 6,
+                message: "gone".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn test_a_failing_model_is_reported_by_every_method_not_a_panic() {
+        let s = schema();
+        let q = s.default_query();
+        let (rows, labels) = pool();
+        let p = Problem { schema: &s, query: &q, model: &Broken, pool: &rows, pool_labels: &labels };
+        let methods: [&dyn Method; 4] =
+            [&GrowingSpheres::default(), &Face::default(), &NearestUnlike, &RandomSearch::default()];
+        for m in methods {
+            match m.counterfactual(&p, &X, 1) {
+                Err(NotFound::Model(text)) => assert!(text.contains("the model broken failed"), "{}: {text}", m.name()),
+                other => panic!("{}: expected the model's failure, got {other:?}", m.name()),
+            }
+        }
     }
 
     #[test]

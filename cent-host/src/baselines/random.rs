@@ -46,7 +46,7 @@ impl Method for RandomSearch {
                 redraw(p, &mutable, stage, x, &mut batch[start..], &mut rng);
             }
             let closest = p
-                .valid_among(x, &batch, target)
+                .valid_among(x, &batch, target)?
                 .into_iter()
                 .map(|i| &batch[i * n..(i + 1) * n])
                 .min_by(|a, b| l1(a, x).total_cmp(&l1(b, x)));

@@ -2,7 +2,7 @@
 //! the evaluation (see `cent_host::evaluate` and docs/results.md).
 
 use super::{DataArgs, ModelArg};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::blackbox::{BlackBox, ModelKind};
 use cent_host::evaluate::report::{self, Meta, PairReport};
@@ -148,14 +148,14 @@ fn evaluate_pair(
         return Err(super::usage("--factuals must be at least 1"));
     }
     let start = Instant::now();
-    let bench = Bench::new(&a.prepared, model, &a.vae, Config::new(args.factuals, args.data.seed));
-    let factuals = bench.factuals();
+    let bench = Bench::new(&a.prepared, model, &a.vae, Config::new(args.factuals, args.data.seed))?;
+    let factuals = bench.factuals()?;
     let prepare_seconds = start.elapsed().as_secs_f64();
     let mut results = Vec::new();
     let run_start = Instant::now();
     for kind in methods(args) {
         let t = Instant::now();
-        let r = bench.run(kind, &factuals);
+        let r = bench.run(kind, &factuals)?;
         if !args.data.quiet {
             eprintln!(
                 "{} × {label}: {} on {} factuals in {:.1} s (flip rate {:.2})",

@@ -98,7 +98,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
     let config =
         Config { k: args.k, max_search: args.max_search, n: args.n, seed: args.data.seed, ..Config::default() };
     let model = a.black_box(args.data.onnx.as_deref())?;
-    let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config);
+    let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config)?;
     let mut all_found = true;
     let mut json = Vec::new();
     for (label, x) in &queries {
@@ -115,7 +115,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         }
         match args.format {
             Format::Text => print_text(label, &result),
-            Format::Json => json.push(to_json(label, enc, decision(model.as_ref(), enc, x), x, result)),
+            Format::Json => json.push(to_json(label, enc, decision(model.as_ref(), enc, x)?, x, result)),
         }
     }
     if args.format == Format::Json {
@@ -197,11 +197,11 @@ fn values(enc: &Encoding, x: &[f32]) -> Vec<Named> {
         .collect()
 }
 
-fn decision(model: &dyn BlackBox, enc: &Encoding, x: &[f32]) -> ClassOut {
-    let p = model.predict_proba(x);
+fn decision(model: &dyn BlackBox, enc: &Encoding, x: &[f32]) -> Result<ClassOut> {
+    let p = model.probabilities(x)?;
     let index = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
     let name = enc.classes().get(index).cloned().unwrap_or_default();
-    ClassOut { index, name, probability: p[index] }
+    Ok(ClassOut { index, name, probability: p[index] })
 }
 
 fn to_json(
@@ -261,7 +261,7 @@ pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
     let q = enc.to_core_schema().default_query();
     let config = Config { seed: data.seed, ..Config::default() };
     let model = a.black_box(data.onnx.as_deref())?;
-    let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config);
+    let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config)?;
     let fixed: Vec<&str> = enc
         .attributes()
         .iter()
@@ -270,7 +270,7 @@ pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
         .map(|(a, _)| a.name.as_str())
         .collect();
     println!("Constraints: never change {}; other features move within their observed ranges.\n", fixed.join(", "));
-    let preds = model.predict(&a.prepared.test.data);
+    let preds = model.predict(&a.prepared.test.data)?;
     let refused = preds.iter().enumerate().filter(|(_, p)| **p != favourable).map(|(i, _)| i);
     let mut shown = 0;
     for row in refused {

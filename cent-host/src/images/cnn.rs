@@ -81,6 +81,19 @@ impl PlainCnn {
     }
 }
 
+impl PlainCnn {
+    /// The most probable class of each image (ties to the lowest index); plain arithmetic on
+    /// the exported weights, which cannot fail.
+    pub fn classify(&self, rows: &[f32]) -> Vec<usize> {
+        rows.chunks_exact(SIDE * SIDE)
+            .map(|r| {
+                let p = self.forward(r);
+                (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b })
+            })
+            .collect()
+    }
+}
+
 impl BlackBox for PlainCnn {
     fn classes(&self) -> usize {
         self.out.outputs
@@ -90,8 +103,8 @@ impl BlackBox for PlainCnn {
         SIDE * SIDE
     }
 
-    fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
-        rows.chunks_exact(SIDE * SIDE).flat_map(|r| self.forward(r)).collect()
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+        Ok(rows.chunks_exact(SIDE * SIDE).flat_map(|r| self.forward(r)).collect())
     }
 }
 
@@ -227,7 +240,7 @@ mod tests {
         let (x, _) = bars(3);
         let burn_p = softmax(net.logits(image_batch(&x, &[0, 1, 2], &device), None), 1);
         let burn_p = burn_p.into_data().try_to_vec::<f32>().expect("f32");
-        let plain = net.export().predict_proba(&x);
+        let plain = net.export().predict_proba(&x).expect("plain arithmetic");
         assert_eq!(plain.len(), burn_p.len());
         for (a, b) in plain.iter().zip(&burn_p) {
             assert!((a - b).abs() < 1e-4, "{plain:?} vs {burn_p:?}");

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::cnn::{CnnConfig, PlainCnn, train_cnn};
 use super::search::{self, PixelConfig, Pool};
 use super::{ImageError, ImageSet, PIXELS, class_name, load, render};
-use crate::blackbox::{self, BlackBox, TrainError};
+use crate::blackbox::{self, TrainError};
 use crate::train::SeededRng;
 use crate::vae::{self, VaeConfig, VaeError};
 
@@ -140,7 +140,7 @@ pub fn run(
         VaeConfig { epochs: settings.vae_epochs, seed: settings.seed, ..VaeConfig::for_dataset("images")? };
     let vae = vae::train(&train.pixels, PIXELS, &vae_config, None)?;
     let latents = vae.encode(&train.pixels);
-    let predicted = cnn.predict(&train.pixels);
+    let predicted = cnn.classify(&train.pixels);
     let pool = Pool { images: &train.pixels, latents: &latents, latent: vae.latent(), predicted: &predicted };
     let (results, pairs) = explain_all(&cnn, &vae, &pool, &test, settings.count, &names);
     std::fs::create_dir_all(out).map_err(|e| ImageRunError::Write(format!("{}: {e}", out.display())))?;
@@ -172,7 +172,7 @@ fn explain_all(
     let mut pairs = Vec::new();
     for i in 0..count.min(test.len()) {
         let x = test.image(i);
-        let class = cnn.predict(x).first().copied().unwrap_or(0).min(1);
+        let class = cnn.classify(x).first().copied().unwrap_or(0).min(1);
         let start = Instant::now();
         let found = search::explain(cnn, vae, pool, x, &PixelConfig::default());
         let latency_ms = start.elapsed().as_secs_f64() * 1e3;

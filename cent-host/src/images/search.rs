@@ -77,7 +77,7 @@ pub fn explain<M: BlackBox + ?Sized>(
     x: &[f32],
     cfg: &PixelConfig,
 ) -> Option<PixelCf> {
-    let class = model.predict(x).first().copied()?;
+    let class = model.predict(x).ok()?.first().copied()?;
     let desired = 1 - class.min(1);
     let z = vae.encode(x);
     let ids = neighbours(pool, &z, desired, cfg.k);
@@ -90,7 +90,7 @@ pub fn explain<M: BlackBox + ?Sized>(
             rows.extend(x.iter().zip(other).map(|(a, b)| a + t * (b - a)));
         }
     }
-    let labels = model.predict(&rows);
+    let labels = model.predict(&rows).ok()?;
     let cols = select_columns(&rows, &labels, desired, cfg.columns);
     let local: Vec<f32> = rows.chunks_exact(PIXELS).flat_map(|r| cols.iter().map(|&c| r[c])).collect();
     let params = TreeParams { max_depth: 10, min_leaf: 2, max_nodes: 127 };
@@ -103,7 +103,7 @@ pub fn explain<M: BlackBox + ?Sized>(
         for (j, v) in target {
             image[cols[j]] = v;
         }
-        if model.predict(&image).first() != Some(&desired) {
+        if !predicts(model, &image, desired) {
             continue;
         }
         let image = prune(model, x, image, desired);
@@ -139,7 +139,7 @@ fn interpolate<M: BlackBox + ?Sized>(
         for step in 1..=10 {
             let t = step as f32 / 10.0;
             let blend: Vec<f32> = x.iter().zip(other).map(|(a, b)| a + t * (b - a)).collect();
-            if model.predict(&blend).first() == Some(&desired) {
+            if predicts(model, &blend, desired) {
                 let image = prune(model, x, blend, desired);
                 let changed = count_changed(x, &image);
                 return Some(PixelCf { image, changed, found: PixelFound::Interpolation });
@@ -219,13 +219,18 @@ pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -
     found.into_iter().map(|(_, m)| m).collect()
 }
 
+/// True when the model assigns `image` to `desired` (a model failure never counts as a flip).
+fn predicts<M: BlackBox + ?Sized>(model: &M, image: &[f32], desired: usize) -> bool {
+    model.predict(image).is_ok_and(|c| c.first() == Some(&desired))
+}
+
 /// Restores changed pixels to their original value, one at a time, while the CNN still flips.
 fn prune<M: BlackBox + ?Sized>(model: &M, x: &[f32], mut image: Vec<f32>, desired: usize) -> Vec<f32> {
     let changed: Vec<usize> = (0..PIXELS).filter(|&p| (x[p] - image[p]).abs() > 1e-6).collect();
     for p in changed {
         let kept = image[p];
         image[p] = x[p];
-        if model.predict(&image).first() != Some(&desired) {
+        if !predicts(model, &image, desired) {
             image[p] = kept;
         }
     }

@@ -120,7 +120,7 @@ pub fn explain<M: BlackBox + ?Sized>(
     cfg: &CfConfig,
     seed: u64,
 ) -> Option<WordCf> {
-    let class = model.predict(x).first().copied()?;
+    let class = model.predict(x).ok()?.first().copied()?;
     let desired = 1 - class.min(1);
     let neighbours = neighbour_ids(bg, x, desired, cfg);
     let mut cols = candidate_cols(bg, x, &neighbours, desired, cfg.max_present, cfg.max_absent);
@@ -209,7 +209,7 @@ fn local_sample<M: BlackBox + ?Sized>(
         }
         full.extend(row);
     }
-    let labels = model.predict(&full);
+    let labels = model.predict(&full).unwrap_or_default();
     let projected = full.chunks_exact(bg.n_cols).flat_map(|r| cols.iter().map(|&c| r[c])).collect();
     (projected, labels)
 }
@@ -293,7 +293,7 @@ pub fn apply(x: &[f32], toggles: &[usize]) -> Vec<f32> {
 
 /// True when the model puts `x` with `toggles` applied into `desired`.
 pub fn flips<M: BlackBox + ?Sized>(model: &M, x: &[f32], toggles: &[usize], desired: usize) -> bool {
-    model.predict(&apply(x, toggles)).first() == Some(&desired)
+    model.predict(&apply(x, toggles)).is_ok_and(|c| c.first() == Some(&desired))
 }
 
 /// Drops edits one at a time while the model still flips without them.
@@ -324,7 +324,7 @@ fn greedy<M: BlackBox + ?Sized>(
         let base = apply(x, &toggles);
         let options: Vec<usize> = cols.iter().copied().filter(|c| !toggles.contains(c)).collect();
         let batch: Vec<f32> = options.iter().flat_map(|&c| apply(&base, &[c])).collect();
-        let probs = model.predict_proba(&batch);
+        let probs = model.probabilities(&batch).ok()?;
         let best = (0..options.len()).max_by(|&a, &b| probs[a * 2 + desired].total_cmp(&probs[b * 2 + desired]))?;
         toggles.push(options[best]);
         if flips(model, x, &toggles, desired) {
@@ -349,13 +349,14 @@ mod tests {
         fn inputs(&self) -> usize {
             5
         }
-        fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
-            rows.chunks_exact(5)
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+            Ok(rows
+                .chunks_exact(5)
                 .flat_map(|r| {
                     let votes = r[..3].iter().filter(|v| **v > 0.5).count();
                     if votes >= 2 { [0.1, 0.9] } else { [0.9, 0.1] }
                 })
-                .collect()
+                .collect())
         }
     }
 
@@ -364,7 +365,7 @@ mod tests {
         for bits in 0..32u32 {
             rows.extend((0..5).map(|k| ((bits >> k) & 1) as f32));
         }
-        let predicted = Vote.predict(&rows);
+        let predicted = Vote.predict(&rows).expect("the vote cannot fail");
         let present = rows.chunks_exact(5).map(present_cols).collect();
         (rows, predicted, present)
     }
@@ -382,7 +383,7 @@ mod tests {
         let bg = Background { rows: &rows, predicted: &predicted, present: &present, n_cols: 5 };
         let cfg = CfConfig { perturbations: 40, ..CfConfig::default() };
         for query in [[1.0, 1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0, 0.0]] {
-            let desired = 1 - Vote.predict(&query)[0];
+            let desired = 1 - Vote.predict(&query).expect("the vote cannot fail")[0];
             let cf = explain(&Vote, &bg, &query, &cfg, 7).expect("a counterfactual exists");
             assert!(flips(&Vote, &query, &cf.toggles, desired), "{query:?} -> {cf:?}");
             let votes = query[..3].iter().filter(|v| **v > 0.5).count();

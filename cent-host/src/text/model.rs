@@ -71,8 +71,8 @@ impl BlackBox for TextClassifier {
         self.mlp.inputs()
     }
 
-    fn predict_proba(&self, rows: &[f32]) -> Vec<f32> {
-        self.mlp.forward_batch(rows)
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+        Ok(self.mlp.forward_batch(rows))
     }
 }
 

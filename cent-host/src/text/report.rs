@@ -32,6 +32,8 @@ pub enum TextError {
     Corpus(#[from] CorpusError),
     #[error("training failed: {0}")]
     Train(#[from] TrainError),
+    #[error(transparent)]
+    Model(#[from] crate::blackbox::ModelError),
 }
 
 /// One explained document.
@@ -113,7 +115,7 @@ pub fn run_on(corpus: &Corpus, settings: &TextRun, progress: &mut dyn FnMut(&str
         progress(&format!("{}: training {}", corpus.name, kind.name()));
         let model = train_text(kind, &train_x, vocab.len(), &train_y, settings.seed)?;
         let accuracy = blackbox::accuracy(&model, &test_x, &test_y)?;
-        let predicted = model.predict(&train_x);
+        let predicted = model.predict(&train_x)?;
         let bg = Background { rows: &train_x, predicted: &predicted, present: &present, n_cols: vocab.len() };
         let docs: Vec<DocResult> = test_ids
             .iter()
@@ -158,7 +160,7 @@ fn explain_one<M: BlackBox>(
     let start = Instant::now();
     let found = cf::explain(model, bg, x, &CfConfig::default(), seed);
     let latency_ms = start.elapsed().as_secs_f64() * 1e3;
-    let class = model.predict(x).first().copied().unwrap_or(0).min(1);
+    let class = model.predict(x).ok().and_then(|c| c.first().copied()).unwrap_or(0).min(1);
     let edits = found
         .as_ref()
         .map(|cf| {
@@ -304,7 +306,7 @@ mod tests {
                     let (op, w) = e.split_at(1);
                     if op == "-" { words.retain(|x| x != w) } else { words.push(w.to_string()) }
                 }
-                let class = model.predict(&vocab.encode(&words))[0];
+                let class = model.predict(&vocab.encode(&words)).expect("the text model cannot fail")[0];
                 assert_eq!(corpus.classes[class], d.to, "{d:?}");
             }
         }
