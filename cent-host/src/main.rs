@@ -9,9 +9,10 @@ mod cli;
 fn main() -> ExitCode {
     match cli::run() {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<cli::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<cli::Usage>().is_some() { ExitCode::from(2) } else { ExitCode::FAILURE }
+            cli::exit_code(&e)
         }
     }
 }
