@@ -111,7 +111,11 @@ fn test_query_values_out_of_range_unknown_and_missing_keys_are_errors() {
         ("old", r#"{"income": 10, "age": 500, "job": "clerk"}"#, &["age", "500", "[20, 69]"]),
         ("negative", r#"{"income": 10, "age": -5, "job": "clerk"}"#, &["age", "-5", "[20, 69]"]),
         ("income", r#"{"income": 1000, "age": 30, "job": "clerk"}"#, &["income", "1000", "[0, 99]"]),
-        ("astronaut", r#"{"income": 10, "age": 30, "job": "astronaut"}"#, &["job", "astronaut", "clerk, manager, other"]),
+        (
+            "astronaut",
+            r#"{"income": 10, "age": 30, "job": "astronaut"}"#,
+            &["job", "astronaut", "clerk, manager, other"],
+        ),
         ("typo", r#"{"income": 10, "agee": 30, "job": "clerk"}"#, &["agee", "`age`"]),
         ("missing", r#"{"income": 10, "job": "clerk"}"#, &["missing", "age"]),
     ];
@@ -138,10 +142,7 @@ fn test_exit_code_3_when_nothing_is_found_and_help_documents_it() {
     let toy = toy();
     let q = toy.file("exit3", "person.json", REFUSED);
     for format in ["text", "json"] {
-        let o = toy.run(
-            "explain",
-            &["--query", q.to_str().unwrap(), "--immutable", "income,job", "--format", format],
-        );
+        let o = toy.run("explain", &["--query", q.to_str().unwrap(), "--immutable", "income,job", "--format", format]);
         assert_eq!(o.status.code(), Some(3), "{format}: {}\n{}", stdout(&o), stderr(&o));
         if format == "json" {
             assert!(json(&o)["not_found"].is_string(), "{}", stdout(&o));
@@ -255,7 +256,11 @@ fn test_meaningless_options_are_usage_errors() {
         ("explain", &["--row", "0", "--n", "0"], &["--n 0"]),
         ("explain", &["--row", "0", "--k", "0"], &["--k 0"]),
         ("explain", &["--row", "0", "--max-search", "0"], &["--max-search 0"]),
-        ("explain", &["--row", "0", "--immutable", "income", "--increase-only", "income"], &["income", "--immutable", "--increase-only"]),
+        (
+            "explain",
+            &["--row", "0", "--immutable", "income", "--increase-only", "income"],
+            &["income", "--immutable", "--increase-only"],
+        ),
         ("explain", &["--row", "0", "--free", "job", "--decrease-only", "job"], &["job", "--decrease-only", "--free"]),
         ("explain", &["--row", "0", "--immutable", "height"], &["--immutable", "height", "income"]),
         ("explain", &["--row", "0", "--cost", "income=-1"], &["--cost", "income=-1"]),
@@ -293,7 +298,11 @@ fn test_schema_source_file_is_relative_to_the_schema() {
     assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
     // --data wins: its bad line is reported.
     let bad = toy.file("source-data-wins", "other.csv", &toy_csv(40).replacen("\n3", "\nabc", 1));
-    let o = cent_in(&["explain", "--schema", schema, "--data", bad.to_str().unwrap(), "--row", "0"], Path::new(cache), Some(&elsewhere));
+    let o = cent_in(
+        &["explain", "--schema", schema, "--data", bad.to_str().unwrap(), "--row", "0"],
+        Path::new(cache),
+        Some(&elsewhere),
+    );
     assert_fails_with(&o, &["other.csv", "abc"]);
     // No [[source]]: a usage error naming the schema.
     let bare = toy.file("source-none", "bare.toml", &SCHEMA.replace("[[source]]\nfile = \"toy.csv\"\n", ""));

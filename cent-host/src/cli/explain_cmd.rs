@@ -23,7 +23,10 @@ pub struct ExplainArgs {
     /// Which split --row indexes.
     #[arg(long, value_enum, default_value_t = SplitArg::Test)]
     pub split: SplitArg,
-    /// A JSON object/array or CSV file of raw feature values (by feature name) to explain.
+    /// A JSON object/array or CSV file (with a header) of raw feature values to explain, e.g.
+    /// {"age": 38, "workclass": "Private", ...}: every feature by its schema name, numbers within
+    /// the feature's range, categories of the schema; the target column is ignored, any other
+    /// key is an error. A bad query is reported as an error entry; the others are explained.
     #[arg(long)]
     pub query: Option<PathBuf>,
     /// Desired class (name or index); default: any class but the current one.
@@ -314,12 +317,19 @@ fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<(
     outln!("{label}: the model says {} (p = {:.2}); wanted: {wanted}", e.fact.name, e.fact.probability)?;
     outln!(
         "  local surrogate: {} nodes, fidelity {:.3} on held-out neighbours ({} neighbours); {} contrast regions examined",
-        e.tree_nodes, e.fidelity, e.neighbours, e.examined
+        e.tree_nodes,
+        e.fidelity,
+        e.neighbours,
+        e.examined
     )?;
     for c in &e.counterfactuals {
         outln!(
             "  {}. -> {} (p = {:.2}), cost {:.3}, {} feature(s) changed",
-            c.rank, c.class.name, c.class.probability, c.cost, c.l0
+            c.rank,
+            c.class.name,
+            c.class.probability,
+            c.cost,
+            c.l0
         )?;
         let width = c.changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
         for ch in &c.changes {

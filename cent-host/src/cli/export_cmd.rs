@@ -186,12 +186,21 @@ fn validate_fresh(args: &ValidateArgs, name: &str, settings: Settings) -> Result
 fn print_report(r: &Report) -> Result<()> {
     outln!(
         "{} ({}): {} bytes, {} anchors, trees of at most {} nodes; {} test queries",
-        r.bundle, r.name, r.bytes, r.anchors, r.max_tree_nodes, r.queries
+        r.bundle,
+        r.name,
+        r.bytes,
+        r.anchors,
+        r.max_tree_nodes,
+        r.queries
     )?;
     let l = &r.latent;
     outln!(
         "  latent, quantized vs f32: relative error mean {:.5}, p99 {:.5}, max {:.5}; cosine mean {:.6}, min {:.6}",
-        l.relative_mean, l.relative_p99, l.relative_max, l.cosine_mean, l.cosine_min
+        l.relative_mean,
+        l.relative_p99,
+        l.relative_max,
+        l.cosine_mean,
+        l.cosine_min
     )?;
     outln!(
         "  anchor agreement {:.2} %, fact agreement {:.2} %, identical counterfactuals {:.2} %, flip-rate gap {:.2} points",
@@ -202,7 +211,15 @@ fn print_report(r: &Report) -> Result<()> {
     )?;
     outln!(
         "  {:<16} {:>7} {:>7} {:>6} {:>7} {:>7} {:>5} {:>5} {:>10}",
-        "", "found", "flip", "l0", "l2", "cost", "viol", "err", "us/query"
+        "",
+        "found",
+        "flip",
+        "l0",
+        "l2",
+        "cost",
+        "viol",
+        "err",
+        "us/query"
     )?;
     for (label, s) in [("atlas quantized", &r.quantized), ("atlas f32", &r.full_precision), ("per-query CEnt", &r.cent)]
     {
@@ -214,7 +231,14 @@ fn print_report(r: &Report) -> Result<()> {
 fn print_stats(label: &str, s: &PathStats) -> Result<()> {
     outln!(
         "  {label:<16} {:>7.3} {:>7.3} {:>6.2} {:>7.3} {:>7.3} {:>5} {:>5} {:>10.1}",
-        s.found, s.flip_rate, s.l0, s.l2, s.cost, s.violations, s.errors, s.micros
+        s.found,
+        s.flip_rate,
+        s.l0,
+        s.l2,
+        s.cost,
+        s.violations,
+        s.errors,
+        s.micros
     )
 }
 

@@ -113,7 +113,10 @@ fn unknown_key(name: &str, encoding: &Encoding) -> String {
     if close.is_empty() {
         format!("unknown feature `{name}`; features: {}", names.join(", "))
     } else {
-        format!("unknown feature `{name}`; did you mean {}?", close.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or "))
+        format!(
+            "unknown feature `{name}`; did you mean {}?",
+            close.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ")
+        )
     }
 }
 

@@ -60,7 +60,9 @@ pub enum DataError {
     UnknownDataset { name: String, valid: String },
     #[error("dataset `{dataset}` is not fetched ({missing} is missing): run `cent fetch {dataset}` first")]
     NotFetched { dataset: String, missing: String },
-    #[error("{schema}: no data file: give --data FILE.csv, or name the file in the schema with [[source]] file = \"...\" (relative to the schema's directory)")]
+    #[error(
+        "{schema}: no data file: give --data FILE.csv, or name the file in the schema with [[source]] file = \"...\" (relative to the schema's directory)"
+    )]
     NoSource { schema: String },
     #[error("embedded file {file} is corrupt: {source}")]
     Embedded { file: String, source: std::io::Error },

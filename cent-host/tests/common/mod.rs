@@ -103,12 +103,7 @@ pub struct Toy {
 impl Toy {
     /// `--data toy.csv --schema toy.toml`.
     pub fn data_args(&self) -> Vec<String> {
-        vec![
-            "--data".into(),
-            self.csv.display().to_string(),
-            "--schema".into(),
-            self.schema.display().to_string(),
-        ]
+        vec!["--data".into(), self.csv.display().to_string(), "--schema".into(), self.schema.display().to_string()]
     }
 
     /// Runs `cent <command> --data .. --schema .. <rest>` on the shared cache.
