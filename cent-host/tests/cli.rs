@@ -185,12 +185,17 @@ fn test_closed_stdout_is_no_panic() {
     let toy = toy();
     let q = toy.file("pipe", "people.json", &format!("[{REFUSED}, {REFUSED}, {REFUSED}]"));
     let q = q.to_str().unwrap();
-    let commands: [&[&str]; 5] = [
+    let bundle = toy.file("pipe", "toy.cent", "");
+    let bundle = bundle.to_str().unwrap();
+    let commands: [&[&str]; 8] = [
         &["explain", "--query", q],
         &["explain", "--query", q, "--format", "json"],
         &["demo", "--count", "2"],
         &["train"],
         &["evaluate", "--factuals", "4", "--method", "nun"],
+        &["export", "--out", bundle],
+        &["validate", "--bundle", bundle],
+        &["validate", "--bundle", bundle, "--format", "json"],
     ];
     for command in commands {
         let data = toy.data_args();
@@ -213,6 +218,7 @@ fn test_closed_stdout_is_no_panic() {
         assert!(!err.contains("panicked"), "{command:?}: {err}");
         assert_eq!(status.code(), Some(0), "{command:?}: {err}");
     }
+    assert!(std::fs::metadata(bundle).is_ok_and(|m| m.len() > 0), "export wrote the bundle");
 }
 
 /// One bad query of many gets an error entry; the others are still explained; exit 1.

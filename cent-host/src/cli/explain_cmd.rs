@@ -32,16 +32,17 @@ pub struct ExplainArgs {
     /// Desired class (name or index); default: any class but the current one.
     #[arg(long)]
     pub desired: Option<String>,
-    /// Counterfactuals to return (from distinct tree leaves).
+    /// Counterfactuals to return (from distinct tree leaves; at least 1).
     #[arg(long, default_value_t = 3)]
     pub n: usize,
-    /// Latent neighbours (k/2 per side).
+    /// Latent neighbours (k/2 per side; at least 1).
     #[arg(long, default_value_t = 1000)]
     pub k: usize,
-    /// Contrast leaves turned into candidates at most.
+    /// Contrast leaves turned into candidates at most (at least 1).
     #[arg(long, default_value_t = 50)]
     pub max_search: usize,
-    /// Features that must not change (comma-separated names), on top of the schema's.
+    /// Features that must not change (comma-separated names), on top of the schema's. A feature
+    /// may appear in only one of --immutable, --increase-only, --decrease-only and --free.
     #[arg(long, value_delimiter = ',')]
     pub immutable: Vec<String>,
     /// Features that may only increase.
