@@ -129,18 +129,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         let outcome = match (&row, &decision) {
             (Err(e), _) => Outcome::Error(format!("{e:#}")),
             (Ok(_), Some(d)) if desired.is_none() && d.index == enc.favourable() => Outcome::Favourable,
-            (Ok(x), _) => {
-                let start = Instant::now();
-                let result = explainer.explain(x, &q, desired);
-                if !args.data.quiet {
-                    eprintln!("{label}: explained in {:.2} ms", start.elapsed().as_secs_f64() * 1e3);
-                }
-                match result {
-                    Ok(e) => Outcome::Explained(e),
-                    Err(e @ ExplainError::NotFound(_)) => Outcome::NotFound(e.to_string()),
-                    Err(e) => Outcome::Error(e.to_string()),
-                }
-            }
+            (Ok(x), _) => explain_one(&explainer, x, &q, desired, &label, args.data.quiet),
         };
         match &outcome {
             Outcome::Error(e) => {
@@ -156,14 +145,27 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         }
     }
     if args.format == Format::Json {
-        let doc = if json.len() == 1 {
-            serde_json::to_string_pretty(&json[0])?
-        } else {
-            serde_json::to_string_pretty(&json)?
+        // One document for one query, an array for several.
+        let doc = match json.as_slice() {
+            [one] => serde_json::to_string_pretty(one)?,
+            all => serde_json::to_string_pretty(all)?,
         };
         outln!("{doc}")?;
     }
     Ok(exit_code(errors, not_found))
+}
+
+fn explain_one(e: &Explainer<'_>, x: &[f32], q: &Query, desired: Option<usize>, label: &str, quiet: bool) -> Outcome {
+    let start = Instant::now();
+    let result = e.explain(x, q, desired);
+    if !quiet {
+        eprintln!("{label}: explained in {:.2} ms", start.elapsed().as_secs_f64() * 1e3);
+    }
+    match result {
+        Ok(e) => Outcome::Explained(e),
+        Err(e @ ExplainError::NotFound(_)) => Outcome::NotFound(e.to_string()),
+        Err(e) => Outcome::Error(e.to_string()),
+    }
 }
 
 /// 1 when any query failed, else 3 when any has no counterfactual, else 0.
