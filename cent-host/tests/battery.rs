@@ -200,6 +200,12 @@ fn cases() -> Vec<Case> {
             1,
             &["q.csv query 1", "age", "twice"],
         ),
+        Case {
+            name: "query-csv-bom-crlf",
+            input: Query("q.csv", "\u{feff}income,age,job,y\r\n10,30,clerk,0\r\n"),
+            code: None,
+            needles: &[],
+        },
         case(
             "query-second-row-bad",
             Query("q.json", r#"[{"income": 10, "age": 30, "job": "clerk"}, {"income": 10, "age": 30, "job": "x"}]"#),
