@@ -14,8 +14,9 @@ use thiserror::Error;
 pub enum Source {
     /// `adult` (embedded) or a fetched dataset.
     Builtin(String),
-    /// A user's CSV and schema file.
-    Custom { csv: PathBuf, schema: PathBuf },
+    /// A user's schema file and CSV; without a CSV, the schema's `[[source]] file`s relative
+    /// to the schema's directory.
+    Custom { csv: Option<PathBuf>, schema: PathBuf },
 }
 
 /// What to load or train.
@@ -96,10 +97,7 @@ impl Setup {
     fn table(&self) -> Result<Table, ArtifactError> {
         Ok(match &self.source {
             Source::Builtin(name) => data::load_builtin(name, &self.cache)?,
-            Source::Custom { csv, schema } => {
-                let schema = data::Schema::from_file(schema)?;
-                Table::from_paths(&schema, std::slice::from_ref(csv))?
-            }
+            Source::Custom { csv, schema } => data::load_custom(schema, csv.as_deref())?,
         })
     }
 

@@ -9,9 +9,27 @@ mod cli;
 fn main() -> ExitCode {
     match cli::run() {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<cli::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            if e.downcast_ref::<cli::Usage>().is_some() { ExitCode::from(2) } else { ExitCode::FAILURE }
+            eprintln!("error: {}", message(&e));
+            cli::exit_code(&e)
         }
     }
+}
+
+/// The error and its causes, `: `-separated, without a cause its error already shows (many
+/// library errors print their source in their own message).
+fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }

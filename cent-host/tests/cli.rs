@@ -1,75 +1,12 @@
-//! The `cent` binary on bad input: every case exits non-zero and names the place.
+//! The `cent` binary as a user meets it: bad input exits non-zero and names the place; exit
+//! codes, query files, the favourable class, pipes and `[[source]] file`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli").join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn cent(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cent"))
-        .args(args)
-        .arg("--cache")
-        .arg(cache)
-        .arg("--quiet")
-        .output()
-        .expect("the cent binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-const SCHEMA: &str = r#"
-name = "toy"
-
-[[source]]
-file = "toy.csv"
-
-[csv]
-header = true
-
-[target]
-column = "y"
-favourable = "good"
-classes = [{ name = "bad", values = ["0"] }, { name = "good", values = ["1"] }]
-
-[[feature]]
-name = "income"
-kind = "continuous"
-
-[[feature]]
-name = "age"
-kind = "integer"
-mutability = "immutable"
-
-[[feature]]
-name = "job"
-kind = "categorical"
-categories = ["clerk", "manager", "other"]
-"#;
-
-/// A learnable toy table: `good` when income is high or the job is manager.
-fn toy_csv(rows: usize) -> String {
-    let mut s = String::from("income,age,job,y\n");
-    let jobs = ["clerk", "manager", "other"];
-    for i in 0..rows {
-        let income = (i * 37 % 100) as f64;
-        let job = jobs[i * 7 % 3];
-        let y = u8::from(income > 60.0 || job == "manager");
-        s.push_str(&format!("{income},{},{job},{y}\n", 20 + i % 50));
-    }
-    s
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use common::*;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 fn custom(name: &str, schema: &str, csv: &str, extra: &[&str]) -> Output {
     let d = dir(name);
@@ -158,4 +95,224 @@ fn test_desired_class_equal_to_current_is_an_error() {
     args.extend_from_slice(&base);
     let o = cent(&args, &d.join("cache"));
     assert_fails_with(&o, &["desired class", &current]);
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    let out = stdout(o);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: stdout {out}\nstderr {}", stderr(o)))
+}
+
+/// Query values outside the range seen in training (ages 20..=69), unknown categories and
+/// unknown or missing keys are errors naming the file, the query, the feature and what is allowed.
+#[test]
+fn test_query_values_out_of_range_unknown_and_missing_keys_are_errors() {
+    let toy = toy();
+    let cases: [(&str, &str, &[&str]); 6] = [
+        ("old", r#"{"income": 10, "age": 500, "job": "clerk"}"#, &["age", "500", "[20, 69]"]),
+        ("negative", r#"{"income": 10, "age": -5, "job": "clerk"}"#, &["age", "-5", "[20, 69]"]),
+        ("income", r#"{"income": 1000, "age": 30, "job": "clerk"}"#, &["income", "1000", "[0, 99]"]),
+        (
+            "astronaut",
+            r#"{"income": 10, "age": 30, "job": "astronaut"}"#,
+            &["job", "astronaut", "clerk, manager, other"],
+        ),
+        ("typo", r#"{"income": 10, "agee": 30, "job": "clerk"}"#, &["agee", "`age`"]),
+        ("missing", r#"{"income": 10, "job": "clerk"}"#, &["missing", "age"]),
+    ];
+    for (case, text, needles) in cases {
+        let q = toy.file(&format!("range-{case}"), "person.json", text);
+        let o = toy.run("explain", &["--query", q.to_str().unwrap()]);
+        assert_no_panic(&o);
+        assert_eq!(o.status.code(), Some(1), "{case}: {}", stderr(&o));
+        let err = stderr(&o);
+        for n in [&["person.json", "query 1"][..], needles].concat() {
+            assert!(err.contains(n), "{case}: stderr lacks `{n}`:\n{err}");
+        }
+    }
+    // The schema's target column is accepted and ignored.
+    let q = toy.file("range-target", "person.json", &REFUSED.replace('}', r#", "y": "0"}"#));
+    let o = toy.run("explain", &["--query", q.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+}
+
+/// 3 means "valid, but no counterfactual under these constraints", in text and JSON alike, and
+/// `cent --help` says so.
+#[test]
+fn test_exit_code_3_when_nothing_is_found_and_help_documents_it() {
+    let toy = toy();
+    let q = toy.file("exit3", "person.json", REFUSED);
+    for format in ["text", "json"] {
+        let o = toy.run("explain", &["--query", q.to_str().unwrap(), "--immutable", "income,job", "--format", format]);
+        assert_eq!(o.status.code(), Some(3), "{format}: {}\n{}", stdout(&o), stderr(&o));
+        if format == "json" {
+            assert!(json(&o)["not_found"].is_string(), "{}", stdout(&o));
+        }
+    }
+    let help = cent(&["--help"], &toy.cache);
+    let text = stdout(&help);
+    assert!(!text.contains("1 error or no counterfactual"), "{text}");
+    assert!(text.contains("3 the input is valid but no counterfactual exists"), "{text}");
+    let help = cent(&["explain", "--help"], &toy.cache);
+    assert!(stdout(&help).contains("3 no counterfactual exists"), "{}", stdout(&help));
+}
+
+/// A query the model already gives the favourable class is reported as such and exits 0,
+/// unless --desired asks for another class.
+#[test]
+fn test_already_favourable_is_said_not_explained() {
+    let toy = toy();
+    let q = toy.file("favourable", "person.json", ACCEPTED);
+    let q = q.to_str().unwrap();
+    let o = toy.run("explain", &["--query", q]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("already gives the favourable outcome, good"), "{out}");
+    let o = toy.run("explain", &["--query", q, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["already_favourable"], true, "{doc}");
+    assert!(doc.get("explanation").is_none(), "{doc}");
+    assert_eq!(doc["decision"]["name"], "good");
+    let o = toy.run("explain", &["--query", q, "--format", "json", "--desired", "bad"]);
+    let doc = json(&o);
+    assert!(doc.get("already_favourable").is_none(), "{doc}");
+    assert!(doc.get("explanation").is_some() || doc.get("not_found").is_some(), "{doc}");
+}
+
+/// A closed stdout (`cent ... | head`) ends every printing command quietly.
+#[test]
+fn test_closed_stdout_is_no_panic() {
+    let toy = toy();
+    let q = toy.file("pipe", "people.json", &format!("[{REFUSED}, {REFUSED}, {REFUSED}]"));
+    let q = q.to_str().unwrap();
+    let bundle = toy.file("pipe", "toy.cent", "");
+    let bundle = bundle.to_str().unwrap();
+    let commands: [&[&str]; 8] = [
+        &["explain", "--query", q],
+        &["explain", "--query", q, "--format", "json"],
+        &["demo", "--count", "2"],
+        &["train"],
+        &["evaluate", "--factuals", "4", "--method", "nun"],
+        &["export", "--out", bundle],
+        &["validate", "--bundle", bundle],
+        &["validate", "--bundle", bundle, "--format", "json"],
+    ];
+    for command in commands {
+        let data = toy.data_args();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cent"))
+            .args(command)
+            .args(&data)
+            .arg("--cache")
+            .arg(&toy.cache)
+            .arg("--quiet")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the cent binary runs");
+        // Close the read end before anything is written.
+        drop(child.stdout.take());
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = child.wait().unwrap();
+        assert_ne!(status.code(), Some(101), "{command:?}: {err}");
+        assert!(!err.contains("panicked"), "{command:?}: {err}");
+        assert_eq!(status.code(), Some(0), "{command:?}: {err}");
+    }
+    assert!(std::fs::metadata(bundle).is_ok_and(|m| m.len() > 0), "export wrote the bundle");
+}
+
+/// One bad query of many gets an error entry; the others are still explained; exit 1.
+#[test]
+fn test_bad_query_among_many_keeps_the_others() {
+    let toy = toy();
+    let people = format!(
+        "[{REFUSED}, {{\"income\": 10, \"age\": 500, \"job\": \"clerk\"}}, {{\"income\": 10, \"age\": 30}}, {ACCEPTED}]"
+    );
+    let q = toy.file("many", "people.json", &people);
+    let q = q.to_str().unwrap();
+    let o = toy.run("explain", &["--query", q]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("people.json query 1: the model says bad"), "{out}");
+    assert!(out.contains("people.json query 2: error: feature `age`: 500 is outside"), "{out}");
+    assert!(out.contains("people.json query 3: error: missing feature(s): job"), "{out}");
+    assert!(out.contains("people.json query 4: the model already gives"), "{out}");
+    assert!(stderr(&o).contains("people.json query 2"), "{}", stderr(&o));
+    let o = toy.run("explain", &["--query", q, "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc = json(&o);
+    let entries = doc.as_array().expect("an array for several queries");
+    assert_eq!(entries.len(), 4);
+    assert!(entries[0]["explanation"].is_object(), "{doc}");
+    assert!(entries[1]["error"].as_str().is_some_and(|e| e.contains("age")), "{doc}");
+    assert!(entries[2]["error"].as_str().is_some_and(|e| e.contains("missing")), "{doc}");
+    assert_eq!(entries[3]["already_favourable"], true, "{doc}");
+    // A file that cannot be parsed at all stays one error naming the file and line.
+    let q = toy.file("many-csv", "people.csv", "income,age,job\n10,30,clerk\n10,30\n");
+    let o = toy.run("explain", &["--query", q.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("people.csv: line 3"), "{}", stderr(&o));
+}
+
+/// Options that ask for nothing or contradict each other are usage errors (exit 2) with a reason.
+#[test]
+fn test_meaningless_options_are_usage_errors() {
+    let toy = toy();
+    let cases: [(&str, &[&str], &[&str]); 12] = [
+        ("explain", &["--row", "0", "--n", "0"], &["--n 0"]),
+        ("explain", &["--row", "0", "--k", "0"], &["--k 0"]),
+        ("explain", &["--row", "0", "--max-search", "0"], &["--max-search 0"]),
+        (
+            "explain",
+            &["--row", "0", "--immutable", "income", "--increase-only", "income"],
+            &["income", "--immutable", "--increase-only"],
+        ),
+        ("explain", &["--row", "0", "--free", "job", "--decrease-only", "job"], &["job", "--decrease-only", "--free"]),
+        ("explain", &["--row", "0", "--immutable", "height"], &["--immutable", "height", "income"]),
+        ("explain", &["--row", "0", "--cost", "income=-1"], &["--cost", "income=-1"]),
+        ("explain", &["--row", "0", "--cost", "income=nan"], &["--cost", "income=nan"]),
+        ("explain", &["--row", "0", "--cost", "height=1"], &["--cost", "height"]),
+        ("explain", &["--row", "0", "--desired", "astronaut"], &["--desired", "astronaut", "bad, good"]),
+        ("demo", &["--count", "0"], &["--count 0"]),
+        ("evaluate", &["--factuals", "0"], &["--factuals 0"]),
+    ];
+    for (command, rest, needles) in cases {
+        let o = toy.run(command, rest);
+        assert_no_panic(&o);
+        assert_eq!(o.status.code(), Some(2), "{command} {rest:?}: {}", stderr(&o));
+        for n in needles {
+            assert!(stderr(&o).contains(n), "{command} {rest:?}: stderr lacks `{n}`: {}", stderr(&o));
+        }
+    }
+}
+
+/// `--schema` alone reads the schema's `[[source]] file`, relative to the schema's directory;
+/// `--data` wins over it; a schema without a source is a usage error naming it.
+#[test]
+fn test_schema_source_file_is_relative_to_the_schema() {
+    let toy = toy();
+    let elsewhere = dir("source-cwd");
+    let cache = toy.cache.to_str().unwrap();
+    let schema = toy.schema.to_str().unwrap();
+    // Absolute schema path, another working directory.
+    let o = cent_in(&["explain", "--schema", schema, "--row", "0"], Path::new(cache), Some(&elsewhere));
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+    // A relative schema path from the schema's parent directory.
+    let parent = toy.dir.parent().unwrap();
+    let relative = Path::new(toy.dir.file_name().unwrap()).join("toy.toml");
+    let o = cent_in(&["explain", "--schema", relative.to_str().unwrap(), "--row", "0"], Path::new(cache), Some(parent));
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+    // --data wins: its bad line is reported.
+    let bad = toy.file("source-data-wins", "other.csv", &toy_csv(40).replacen("\n3", "\nabc", 1));
+    let o = cent_in(
+        &["explain", "--schema", schema, "--data", bad.to_str().unwrap(), "--row", "0"],
+        Path::new(cache),
+        Some(&elsewhere),
+    );
+    assert_fails_with(&o, &["other.csv", "abc"]);
+    // No [[source]]: a usage error naming the schema.
+    let bare = toy.file("source-none", "bare.toml", &SCHEMA.replace("[[source]]\nfile = \"toy.csv\"\n", ""));
+    let o = cent_in(&["explain", "--schema", bare.to_str().unwrap(), "--row", "0"], Path::new(cache), Some(&elsewhere));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("bare.toml") && stderr(&o).contains("[[source]]"), "{}", stderr(&o));
 }

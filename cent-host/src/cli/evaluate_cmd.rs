@@ -85,6 +85,9 @@ struct JsonDoc<'a> {
 }
 
 pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
+    if args.factuals == 0 {
+        return Err(super::usage("--factuals 0: must be at least 1"));
+    }
     if args.all {
         return all(args);
     }
@@ -108,7 +111,7 @@ pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
             eprintln!("wrote {}", path.display());
         }
     }
-    print!("{text}");
+    out!("{text}")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -144,9 +147,6 @@ fn evaluate_pair(
     setup_seconds: f64,
     args: &EvaluateArgs,
 ) -> Result<PairReport> {
-    if args.factuals == 0 {
-        return Err(super::usage("--factuals must be at least 1"));
-    }
     let start = Instant::now();
     let bench = Bench::new(&a.prepared, model, &a.vae, Config::new(args.factuals, args.data.seed))?;
     let factuals = bench.factuals()?;
@@ -249,7 +249,7 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
     };
     let path = out.join("results.md");
     write(&path, &report::markdown(&pairs, &meta))?;
-    println!("wrote {} and {} plots in {:.0} s", path.display(), meta.plots.len(), meta.total_seconds);
+    outln!("wrote {} and {} plots in {:.0} s", path.display(), meta.plots.len(), meta.total_seconds)?;
     Ok(ExitCode::SUCCESS)
 }
 

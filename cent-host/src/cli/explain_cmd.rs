@@ -1,7 +1,7 @@
 //! `cent explain` and `cent demo`.
 
 use super::{DataArgs, query};
-use anyhow::{Result, bail};
+use anyhow::Result;
 use cent_host::artifacts::Artifacts;
 use cent_host::blackbox::BlackBox;
 use cent_host::data::Encoding;
@@ -23,22 +23,26 @@ pub struct ExplainArgs {
     /// Which split --row indexes.
     #[arg(long, value_enum, default_value_t = SplitArg::Test)]
     pub split: SplitArg,
-    /// A JSON object/array or CSV file of raw feature values (by feature name) to explain.
+    /// A JSON object/array or CSV file (with a header) of raw feature values to explain, e.g.
+    /// {"age": 38, "workclass": "Private", ...}: every feature by its schema name, numbers within
+    /// the feature's range, categories of the schema; the target column is ignored, any other
+    /// key is an error. A bad query is reported as an error entry; the others are explained.
     #[arg(long)]
     pub query: Option<PathBuf>,
     /// Desired class (name or index); default: any class but the current one.
     #[arg(long)]
     pub desired: Option<String>,
-    /// Counterfactuals to return (from distinct tree leaves).
+    /// Counterfactuals to return (from distinct tree leaves; at least 1).
     #[arg(long, default_value_t = 3)]
     pub n: usize,
-    /// Latent neighbours (k/2 per side).
+    /// Latent neighbours (k/2 per side; at least 1).
     #[arg(long, default_value_t = 1000)]
     pub k: usize,
-    /// Contrast leaves turned into candidates at most.
+    /// Contrast leaves turned into candidates at most (at least 1).
     #[arg(long, default_value_t = 50)]
     pub max_search: usize,
-    /// Features that must not change (comma-separated names), on top of the schema's.
+    /// Features that must not change (comma-separated names), on top of the schema's. A feature
+    /// may appear in only one of --immutable, --increase-only, --decrease-only and --free.
     #[arg(long, value_delimiter = ',')]
     pub immutable: Vec<String>,
     /// Features that may only increase.
@@ -74,13 +78,21 @@ pub enum Format {
 #[derive(Debug, Serialize)]
 struct JsonResult {
     query: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     values: Vec<Named>,
     /// The model's decision for the query.
-    decision: ClassOut,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<ClassOut>,
+    /// The decision is already the schema's favourable class and no --desired class was asked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    already_favourable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     explanation: Option<Explanation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     not_found: Option<String>,
+    /// The query could not be read or explained.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -89,55 +101,106 @@ struct Named {
     value: String,
 }
 
+/// What became of one query.
+enum Outcome {
+    /// The model already gives the favourable class and no other class was asked for.
+    Favourable,
+    Explained(Explanation),
+    NotFound(String),
+    Error(String),
+}
+
 pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
+    check_counts(args)?;
     let a = args.data.setup().load()?;
     let enc = &a.prepared.encoding;
-    let queries = queries(args, &a)?;
     let q = build_query(args, &a)?;
     let desired = args.desired.as_deref().map(|d| class_index(enc, d)).transpose()?;
+    let queries = queries(args, &a)?;
     let config =
         Config { k: args.k, max_search: args.max_search, n: args.n, seed: args.data.seed, ..Config::default() };
     let model = a.black_box(args.data.onnx.as_deref())?;
     let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config)?;
-    let mut all_found = true;
+    let (mut errors, mut not_found) = (0, 0);
     let mut json = Vec::new();
-    for (label, x) in &queries {
-        let start = Instant::now();
-        let result = explainer.explain(x, &q, desired);
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        if !args.data.quiet {
-            eprintln!("{label}: explained in {ms:.2} ms");
-        }
-        match (&result, args.format) {
-            (Err(ExplainError::NotFound(_)), _) => all_found = false,
-            (Err(e), _) => bail!("{label}: {e}"),
+    for (label, row) in queries {
+        let x = row.as_ref().ok();
+        let decision = x.map(|x| decision(model.as_ref(), enc, x)).transpose();
+        let outcome = match (&row, &decision) {
+            (Err(e), _) | (_, Err(e)) => Outcome::Error(format!("{e:#}")),
+            (Ok(_), Ok(Some(d))) if desired.is_none() && d.index == enc.favourable() => Outcome::Favourable,
+            (Ok(x), _) => explain_one(&explainer, x, &q, desired, &label, args.data.quiet),
+        };
+        let decision = decision.ok().flatten();
+        match &outcome {
+            Outcome::Error(e) => {
+                errors += 1;
+                eprintln!("error: {label}: {e}");
+            }
+            Outcome::NotFound(_) => not_found += 1,
             _ => {}
         }
         match args.format {
-            Format::Text => print_text(label, &result),
-            Format::Json => json.push(to_json(label, enc, decision(model.as_ref(), enc, x)?, x, result)),
+            Format::Text => print_text(&label, decision.as_ref(), &outcome)?,
+            Format::Json => json.push(to_json(label, enc, decision, x, outcome)),
         }
     }
     if args.format == Format::Json {
-        let doc = if json.len() == 1 {
-            serde_json::to_string_pretty(&json[0])?
-        } else {
-            serde_json::to_string_pretty(&json)?
+        // One document for one query, an array for several.
+        let doc = match json.as_slice() {
+            [one] => serde_json::to_string_pretty(one)?,
+            all => serde_json::to_string_pretty(all)?,
         };
-        println!("{doc}");
+        outln!("{doc}")?;
     }
-    Ok(if all_found { ExitCode::SUCCESS } else { ExitCode::from(super::EXIT_NOT_FOUND) })
+    Ok(exit_code(errors, not_found))
 }
 
-fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Vec<f32>)>> {
+fn explain_one(e: &Explainer<'_>, x: &[f32], q: &Query, desired: Option<usize>, label: &str, quiet: bool) -> Outcome {
+    let start = Instant::now();
+    let result = e.explain(x, q, desired);
+    if !quiet {
+        eprintln!("{label}: explained in {:.2} ms", start.elapsed().as_secs_f64() * 1e3);
+    }
+    match result {
+        Ok(e) => Outcome::Explained(e),
+        Err(e @ ExplainError::NotFound(_)) => Outcome::NotFound(e.to_string()),
+        Err(e) => Outcome::Error(e.to_string()),
+    }
+}
+
+/// 1 when any query failed, else 3 when any has no counterfactual, else 0.
+fn exit_code(errors: usize, not_found: usize) -> ExitCode {
+    if errors > 0 {
+        ExitCode::FAILURE
+    } else if not_found > 0 {
+        ExitCode::from(super::EXIT_NOT_FOUND)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `--n`, `--k` and `--max-search` of 0 ask for nothing.
+fn check_counts(args: &ExplainArgs) -> Result<()> {
+    for (flag, value) in [("--n", args.n), ("--k", args.k), ("--max-search", args.max_search)] {
+        if value == 0 {
+            return Err(super::usage(format!("{flag} 0: must be at least 1")));
+        }
+    }
+    Ok(())
+}
+
+/// The queries to explain, each labelled, a bad one carrying its error.
+fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Result<Vec<f32>>)>> {
     let enc = &a.prepared.encoding;
     if let Some(path) = &args.query {
-        let rows = query::read(path, enc)?;
-        return rows
-            .iter()
+        let target = target_column(&args.data);
+        let rows = query::read(path, enc, target.as_deref())?;
+        return Ok(rows
+            .into_iter()
             .enumerate()
-            .map(|(i, r)| Ok((format!("{} query {}", path.display(), i + 1), enc.encode_row(r)?)))
-            .collect();
+            .map(|(i, r)| (format!("{} query {}", path.display(), i + 1), r.and_then(|r| Ok(enc.encode_row(&r)?))))
+            .collect());
     }
     let row = args.row.unwrap_or(0);
     let (m, name) = match args.split {
@@ -145,33 +208,51 @@ fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Vec<f32>)>>
         SplitArg::Train => (&a.prepared.train, "train"),
     };
     if row >= m.n_rows() {
-        bail!(
+        return Err(super::usage(format!(
             "--row {row} is out of range: the {name} split of {} has {} rows (0..{})",
             a.name,
             m.n_rows(),
             m.n_rows()
-        );
+        )));
     }
-    Ok(vec![(format!("{name} row {row}"), m.row(row).to_vec())])
+    Ok(vec![(format!("{name} row {row}"), Ok(m.row(row).to_vec()))])
 }
 
-/// The schema's default constraints with the command line's overrides.
+/// The schema's target column (a query file may carry it; it is ignored).
+fn target_column(data: &DataArgs) -> Option<String> {
+    let schema = match &data.schema {
+        Some(path) => cent_host::data::Schema::from_file(path).ok()?,
+        None => cent_host::data::builtin_schema(&data.dataset).ok()?,
+    };
+    Some(schema.target.column)
+}
+
+/// The schema's default constraints with the command line's overrides. A feature named in two
+/// of the lists, an unknown feature or a bad cost is a usage error.
 pub fn build_query(args: &ExplainArgs, a: &Artifacts) -> Result<Query> {
     let enc = &a.prepared.encoding;
     let mut q = enc.to_core_schema().default_query();
     let lists = [
-        (&args.immutable, Mutability::Immutable),
-        (&args.increase_only, Mutability::IncreaseOnly),
-        (&args.decrease_only, Mutability::DecreaseOnly),
-        (&args.free, Mutability::Free),
+        ("--immutable", &args.immutable, Mutability::Immutable),
+        ("--increase-only", &args.increase_only, Mutability::IncreaseOnly),
+        ("--decrease-only", &args.decrease_only, Mutability::DecreaseOnly),
+        ("--free", &args.free, Mutability::Free),
     ];
-    for (names, m) in lists {
-        for name in names.iter().filter(|n| !n.trim().is_empty()) {
-            q.mutability[enc.feature_index(name.trim())?] = m;
+    let mut given: Vec<Option<&str>> = vec![None; enc.n_features()];
+    for (flag, names, m) in lists {
+        for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+            let j = enc.feature_index(name).map_err(|e| super::usage(format!("{flag}: {e}")))?;
+            match given[j] {
+                Some(other) if other != flag => {
+                    return Err(super::usage(format!("feature `{name}` is in both {other} and {flag}")));
+                }
+                _ => given[j] = Some(flag),
+            }
+            q.mutability[j] = m;
         }
     }
     for spec in &args.cost {
-        let (j, w) = enc.parse_cost(spec)?;
+        let (j, w) = enc.parse_cost(spec).map_err(|e| super::usage(format!("--cost {e}")))?;
         q.cost[j] = w;
     }
     Ok(q)
@@ -183,7 +264,7 @@ fn class_index(enc: &Encoding, text: &str) -> Result<usize> {
     }
     match text.parse::<usize>() {
         Ok(i) if i < enc.classes().len() => Ok(i),
-        _ => bail!("unknown class `{text}`; classes: {}", enc.classes().join(", ")),
+        _ => Err(super::usage(format!("--desired: unknown class `{text}`; classes: {}", enc.classes().join(", ")))),
     }
 }
 
@@ -204,59 +285,80 @@ fn decision(model: &dyn BlackBox, enc: &Encoding, x: &[f32]) -> Result<ClassOut>
     Ok(ClassOut { index, name, probability: p[index] })
 }
 
-fn to_json(
-    label: &str,
-    enc: &Encoding,
-    decision: ClassOut,
-    x: &[f32],
-    r: Result<Explanation, ExplainError>,
-) -> JsonResult {
-    let (explanation, not_found) = match r {
-        Ok(e) => (Some(e), None),
-        Err(e) => (None, Some(e.to_string())),
+fn to_json(label: String, enc: &Encoding, decision: Option<ClassOut>, x: Option<&Vec<f32>>, o: Outcome) -> JsonResult {
+    let mut r = JsonResult {
+        query: label,
+        values: x.map(|x| values(enc, x)).unwrap_or_default(),
+        decision,
+        already_favourable: false,
+        explanation: None,
+        not_found: None,
+        error: None,
     };
-    JsonResult { query: label.to_string(), values: values(enc, x), decision, explanation, not_found }
+    match o {
+        Outcome::Favourable => r.already_favourable = true,
+        Outcome::Explained(e) => r.explanation = Some(e),
+        Outcome::NotFound(e) => r.not_found = Some(e),
+        Outcome::Error(e) => r.error = Some(e),
+    }
+    r
 }
 
-fn print_text(label: &str, r: &Result<Explanation, ExplainError>) {
-    let e = match r {
-        Ok(e) => e,
-        Err(err) => {
-            println!("{label}: {err}");
-            return;
+fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<()> {
+    let e = match o {
+        Outcome::Explained(e) => e,
+        Outcome::NotFound(e) => return outln!("{label}: {e}"),
+        Outcome::Error(e) => return outln!("{label}: error: {e}"),
+        Outcome::Favourable => {
+            let (name, p) = decision.map_or((String::new(), 0.0), |d| (d.name.clone(), d.probability));
+            return outln!(
+                "{label}: the model already gives the favourable outcome, {name} (p = {p:.2}); nothing to change \
+                 (--desired CLASS asks for another class)"
+            );
         }
     };
     let wanted = e.desired.clone().unwrap_or_else(|| format!("anything but {}", e.fact.name));
-    println!("{label}: the model says {} (p = {:.2}); wanted: {wanted}", e.fact.name, e.fact.probability);
-    println!(
+    outln!("{label}: the model says {} (p = {:.2}); wanted: {wanted}", e.fact.name, e.fact.probability)?;
+    outln!(
         "  local surrogate: {} nodes, fidelity {:.3} on held-out neighbours ({} neighbours); {} contrast regions examined",
-        e.tree_nodes, e.fidelity, e.neighbours, e.examined
-    );
+        e.tree_nodes,
+        e.fidelity,
+        e.neighbours,
+        e.examined
+    )?;
     for c in &e.counterfactuals {
-        println!(
+        outln!(
             "  {}. -> {} (p = {:.2}), cost {:.3}, {} feature(s) changed",
-            c.rank, c.class.name, c.class.probability, c.cost, c.l0
-        );
+            c.rank,
+            c.class.name,
+            c.class.probability,
+            c.cost,
+            c.l0
+        )?;
         let width = c.changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
         for ch in &c.changes {
-            println!("       {:width$}  {} -> {}", ch.feature, ch.before, ch.after);
+            outln!("       {:width$}  {} -> {}", ch.feature, ch.before, ch.after)?;
         }
         if !c.rules.is_empty() {
-            println!("       region: {}", c.rules.join("; "));
+            outln!("       region: {}", c.rules.join("; "))?;
         }
     }
+    Ok(())
 }
 
 /// `cent demo`: explain a few refused test applicants in plain language.
 pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
+    if count == 0 {
+        return Err(super::usage("--count 0: must be at least 1"));
+    }
     let a = data.setup().load()?;
     let enc = &a.prepared.encoding;
     let (what, accuracy) = super::describe_black_box(&a, data.onnx.as_deref())?;
-    println!(
+    outln!(
         "cent demo — {} ({} training rows); black box: {what}, test accuracy {accuracy:.3}",
         a.name,
         a.prepared.train_labels.len(),
-    );
+    )?;
     let favourable = enc.favourable();
     let q = enc.to_core_schema().default_query();
     let config = Config { seed: data.seed, ..Config::default() };
@@ -269,7 +371,7 @@ pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
         .filter(|(_, m)| **m == Mutability::Immutable)
         .map(|(a, _)| a.name.as_str())
         .collect();
-    println!("Constraints: never change {}; other features move within their observed ranges.\n", fixed.join(", "));
+    outln!("Constraints: never change {}; other features move within their observed ranges.\n", fixed.join(", "))?;
     let preds = model.predict(&a.prepared.test.data)?;
     let refused = preds.iter().enumerate().filter(|(_, p)| **p != favourable).map(|(i, _)| i);
     let mut shown = 0;
@@ -282,15 +384,15 @@ pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
         let result = explainer.explain(x, &q, Some(favourable));
         let ms = start.elapsed().as_secs_f64() * 1e3;
         shown += 1;
-        plain_language(row, enc, x, &result, ms);
+        plain_language(row, enc, x, &result, ms)?;
     }
     if shown == 0 {
-        println!("The model refuses nobody in the test split: nothing to explain.");
+        outln!("The model refuses nobody in the test split: nothing to explain.")?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation, ExplainError>, ms: f64) {
+fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation, ExplainError>, ms: f64) -> Result<()> {
     let vals = enc.decode(x).unwrap_or_default();
     let profile: Vec<String> = enc
         .attributes()
@@ -300,10 +402,10 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
         .take(6)
         .map(|(j, (attr, v))| format!("{} {}", attr.name, enc.format_value(j, *v)))
         .collect();
-    println!("Applicant {row} ({}, …)", profile.join(", "));
+    outln!("Applicant {row} ({}, …)", profile.join(", "))?;
     match r {
         Ok(e) => {
-            println!("  is refused: the model predicts {} (p = {:.2}).", e.fact.name, e.fact.probability);
+            outln!("  is refused: the model predicts {} (p = {:.2}).", e.fact.name, e.fact.probability)?;
             for c in &e.counterfactuals {
                 let changes: Vec<String> = c
                     .changes
@@ -311,17 +413,18 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
                     .map(|ch| format!("{} went from {} to {}", ch.feature, ch.before, ch.after))
                     .collect();
                 let lead = if c.rank == 1 { "Cheapest way" } else { "Alternative" };
-                println!(
+                outln!(
                     "  {lead}: if {}, the model would predict {} (p = {:.2}) — confirmed by the model.",
                     join_and(&changes),
                     c.class.name,
                     c.class.probability
-                );
+                )?;
             }
-            println!("  ({} neighbours, surrogate fidelity {:.2}, {ms:.1} ms)\n", e.neighbours, e.fidelity);
+            outln!("  ({} neighbours, surrogate fidelity {:.2}, {ms:.1} ms)\n", e.neighbours, e.fidelity)?;
         }
-        Err(err) => println!("  {err}\n"),
+        Err(err) => outln!("  {err}\n")?,
     }
+    Ok(())
 }
 
 fn join_and(items: &[String]) -> String {

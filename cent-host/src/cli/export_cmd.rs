@@ -91,7 +91,7 @@ pub fn export(args: &ExportArgs) -> Result<ExitCode> {
     let a = args.data.setup().load()?;
     let e = export::export(&a, args.atlas.params(args.data.seed))?;
     std::fs::write(&args.out, &e.bytes).with_context(|| format!("cannot write {}", args.out.display()))?;
-    print_export(&args.out, &e);
+    print_export(&args.out, &e)?;
     if let (Some(n), Some(path)) = (args.queries, &args.queries_out) {
         write_queries(&a, &e.bytes, n, path, args.expected_out.as_deref())?;
     }
@@ -110,18 +110,19 @@ fn built_in_only(data: &DataArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_export(path: &Path, e: &Export) {
+fn print_export(path: &Path, e: &Export) -> Result<()> {
     let smallest = e.atlas.trees.iter().map(|t| t.nodes()).min().unwrap_or(0);
-    println!(
+    outln!(
         "wrote {}: {} anchors, trees of {smallest}..={} nodes, atlas fidelity {:.3} on the test split",
         path.display(),
         e.atlas.len(),
         e.atlas.max_nodes(),
         e.test_fidelity
-    );
+    )?;
     for (part, bytes) in e.sizes.rows() {
-        println!("  {part:<10} {bytes:>7} B");
+        outln!("  {part:<10} {bytes:>7} B")?;
     }
+    Ok(())
 }
 
 /// Writes the first `n` test rows as f32 LE, and optionally the native result lines.
@@ -130,12 +131,12 @@ fn write_queries(a: &Artifacts, bundle: &[u8], n: usize, path: &Path, expected: 
     let rows = n.min(test.n_rows());
     let data = &test.data[..rows * a.prepared.encoding.n_cols()];
     std::fs::write(path, export::query_bytes(data)).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}: {rows} queries of {} columns (f32 LE)", path.display(), a.prepared.encoding.n_cols());
+    outln!("wrote {}: {rows} queries of {} columns (f32 LE)", path.display(), a.prepared.encoding.n_cols())?;
     if let Some(out) = expected {
         let lines = validate::native_run(bundle, data)?;
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
-        println!("wrote {}: the native result line of each query", out.display());
+        outln!("wrote {}: the native result line of each query", out.display())?;
     }
     Ok(())
 }
@@ -150,12 +151,14 @@ pub fn validate(args: &ValidateArgs) -> Result<ExitCode> {
         None => ALL.iter().map(|name| validate_fresh(args, name, settings)).collect::<Result<_>>()?,
     };
     match args.format {
-        Format::Json if reports.len() == 1 => println!("{}", serde_json::to_string_pretty(&reports[0])?),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&reports)?),
+        Format::Json if reports.len() == 1 => outln!("{}", serde_json::to_string_pretty(&reports[0])?)?,
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&reports)?)?,
         Format::Text => {
-            reports.iter().for_each(print_report);
+            for r in &reports {
+                print_report(r)?;
+            }
             if reports.len() > 1 {
-                print_table(&reports);
+                print_table(&reports)?;
             }
         }
     }
@@ -180,49 +183,73 @@ fn validate_fresh(args: &ValidateArgs, name: &str, settings: Settings) -> Result
     Ok(result??)
 }
 
-fn print_report(r: &Report) {
-    println!(
+fn print_report(r: &Report) -> Result<()> {
+    outln!(
         "{} ({}): {} bytes, {} anchors, trees of at most {} nodes; {} test queries",
-        r.bundle, r.name, r.bytes, r.anchors, r.max_tree_nodes, r.queries
-    );
+        r.bundle,
+        r.name,
+        r.bytes,
+        r.anchors,
+        r.max_tree_nodes,
+        r.queries
+    )?;
     let l = &r.latent;
-    println!(
+    outln!(
         "  latent, quantized vs f32: relative error mean {:.5}, p99 {:.5}, max {:.5}; cosine mean {:.6}, min {:.6}",
-        l.relative_mean, l.relative_p99, l.relative_max, l.cosine_mean, l.cosine_min
-    );
-    println!(
+        l.relative_mean,
+        l.relative_p99,
+        l.relative_max,
+        l.cosine_mean,
+        l.cosine_min
+    )?;
+    outln!(
         "  anchor agreement {:.2} %, fact agreement {:.2} %, identical counterfactuals {:.2} %, flip-rate gap {:.2} points",
         r.anchor_agreement * 100.0,
         r.fact_agreement * 100.0,
         r.identical * 100.0,
         r.flip_gap_points
-    );
-    println!(
+    )?;
+    outln!(
         "  {:<16} {:>7} {:>7} {:>6} {:>7} {:>7} {:>5} {:>5} {:>10}",
-        "", "found", "flip", "l0", "l2", "cost", "viol", "err", "us/query"
-    );
+        "",
+        "found",
+        "flip",
+        "l0",
+        "l2",
+        "cost",
+        "viol",
+        "err",
+        "us/query"
+    )?;
     for (label, s) in [("atlas quantized", &r.quantized), ("atlas f32", &r.full_precision), ("per-query CEnt", &r.cent)]
     {
-        print_stats(label, s);
+        print_stats(label, s)?;
     }
-    println!();
+    outln!()
 }
 
-fn print_stats(label: &str, s: &PathStats) {
-    println!(
+fn print_stats(label: &str, s: &PathStats) -> Result<()> {
+    outln!(
         "  {label:<16} {:>7.3} {:>7.3} {:>6.2} {:>7.3} {:>7.3} {:>5} {:>5} {:>10.1}",
-        s.found, s.flip_rate, s.l0, s.l2, s.cost, s.violations, s.errors, s.micros
-    );
+        s.found,
+        s.flip_rate,
+        s.l0,
+        s.l2,
+        s.cost,
+        s.violations,
+        s.errors,
+        s.micros
+    )
 }
 
 /// One Markdown row per dataset (the README's table).
-fn print_table(reports: &[Report]) {
-    println!(
+fn print_table(reports: &[Report]) -> Result<()> {
+    outln!(
         "| bundle | bytes | anchor agreement | identical | flip quantized | flip f32 | gap (points) | flip CEnt | l0 atlas / CEnt | cost atlas / CEnt |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    )?;
+    outln!("|---|---|---|---|---|---|---|---|---|---|")?;
     for r in reports {
-        println!(
+        outln!(
             "| {} | {} | {:.2} % | {:.2} % | {:.3} | {:.3} | {:.2} | {:.3} | {:.2} / {:.2} | {:.3} / {:.3} |",
             r.name,
             r.bytes,
@@ -236,6 +263,7 @@ fn print_table(reports: &[Report]) {
             r.cent.l0,
             r.quantized.cost,
             r.cent.cost
-        );
+        )?;
     }
+    Ok(())
 }

@@ -57,7 +57,7 @@ pub fn run(args: &ImagesArgs) -> Result<ExitCode> {
             eprintln!("{line}");
         }
     })?;
-    println!(
+    outln!(
         "{} {} vs {}: CNN accuracy {:.4}; flipped {}/{} ({:.0}%), {:.1} changed pixels on average, {:.0} ms per image; grid {}",
         summary.dataset,
         summary.pair[0],
@@ -69,6 +69,6 @@ pub fn run(args: &ImagesArgs) -> Result<ExitCode> {
         summary.mean_changed_pixels,
         summary.mean_latency_ms,
         summary.grid
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

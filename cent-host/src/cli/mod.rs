@@ -1,6 +1,24 @@
 //! Command-line interface: `cent train | explain | demo | fetch | evaluate | export | validate |
 //! text | images`.
 
+/// `println!` that returns an error instead of panicking when stdout is closed (`cent ... |
+/// head`): use as `outln!(...)?;`. `main` ends quietly on [`StdoutClosed`].
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` with the error handling of [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod evaluate_cmd;
 mod explain_cmd;
 mod export_cmd;
@@ -31,6 +49,45 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
+/// Stdout was closed by the reader (a pipe into `head`): not an error, the program ends quietly.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stdout is closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Writes to a locked stdout; a closed pipe becomes [`StdoutClosed`], other failures an
+/// error naming stdout.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(anyhow::Error::new(StdoutClosed)),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+/// The exit code of a failed run: 2 for usage errors (ours, or an unknown dataset or a schema
+/// without a data file reported by the library), else 1.
+pub fn exit_code(e: &anyhow::Error) -> ExitCode {
+    use cent_host::artifacts::ArtifactError;
+    use cent_host::data::DataError;
+    let usage = e.chain().any(|c| {
+        c.is::<Usage>()
+            || matches!(
+                c.downcast_ref::<ArtifactError>(),
+                Some(ArtifactError::Data(DataError::UnknownDataset { .. } | DataError::NoSource { .. }))
+            )
+    });
+    if usage { ExitCode::from(2) } else { ExitCode::FAILURE }
+}
+
 /// `Err(Usage)` with the message: for `return Err(usage(...))` or `.map_err(usage)`.
 pub fn usage(message: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(Usage(message.to_string()))
@@ -40,8 +97,13 @@ pub fn usage(message: impl std::fmt::Display) -> anyhow::Error {
 /// flips this decision?" (the CEnt method: VAE-latent neighbours, an entropy decision tree,
 /// Dijkstra over the tree, constraint-respecting contrasts).
 ///
-/// Start with `cent demo`. Exit codes: 0 success, 1 error or no counterfactual found,
-/// 2 usage error.
+/// Start with `cent demo`.
+///
+/// Exit codes: 0 success; 1 error (unreadable or malformed data, schema or query file, a
+/// failed query); 2 usage error (a meaningless or contradictory option, an unknown dataset,
+/// feature or class, a schema that names no data file); 3 the input is valid but no
+/// counterfactual exists under these constraints (`cent explain`). A closed stdout
+/// (`cent explain ... | head -n 1`) ends the program quietly with 0.
 #[derive(Debug, Parser)]
 #[command(name = "cent", version, propagate_version = true)]
 struct Cli {
@@ -61,6 +123,14 @@ enum Command {
     ///   cent explain --dataset adult --row 12
     ///   cent explain --dataset adult --row 12 --n 3 --immutable age,sex,race --cost hours-per-week=2
     ///   cent explain --dataset adult --query person.json --format json
+    ///   cent explain --schema loans.toml --query people.csv   (CSV from the schema's [[source]] file)
+    ///
+    /// A query the model already gives the favourable class is reported as such (JSON:
+    /// "already_favourable": true), unless --desired asks for another class.
+    /// Each query of a --query file is explained on its own: a bad one gets an error entry
+    /// and the others are still explained.
+    /// Exit codes: 0 every query explained or already favourable; 1 an error (any query
+    /// failed); 2 usage error; 3 no counterfactual exists for some query under these constraints.
     #[command(verbatim_doc_comment)]
     Explain(explain_cmd::ExplainArgs),
     /// The one-command tour: on the embedded Adult data, train what is missing and explain a
@@ -109,11 +179,12 @@ pub struct DataArgs {
     /// Built-in dataset: adult (embedded), compas, credit, heloc (after `cent fetch`).
     #[arg(long, default_value = "adult", conflicts_with_all = ["data", "schema"])]
     pub dataset: String,
-    /// Your own CSV file (with --schema).
+    /// Your own CSV file (with --schema); overrides the schema's `[[source]] file`.
     #[arg(long, requires = "schema")]
     pub data: Option<PathBuf>,
-    /// The TOML schema of --data (see README, "Schema files").
-    #[arg(long, requires = "data")]
+    /// Your own dataset's TOML schema (see README, "Schema files"). Without --data, the CSV is
+    /// the schema's `[[source]] file`, relative to the schema file's directory.
+    #[arg(long)]
     pub schema: Option<PathBuf>,
     /// Black box: lr (logistic regression) or mlp (13-4 ReLU).
     #[arg(long, value_enum, default_value_t = ModelArg::Mlp)]
@@ -141,9 +212,9 @@ pub enum ModelArg {
 
 impl DataArgs {
     pub fn setup(&self) -> Setup {
-        let source = match (&self.data, &self.schema) {
-            (Some(csv), Some(schema)) => Source::Custom { csv: csv.clone(), schema: schema.clone() },
-            _ => Source::Builtin(self.dataset.clone()),
+        let source = match &self.schema {
+            Some(schema) => Source::Custom { csv: self.data.clone(), schema: schema.clone() },
+            None => Source::Builtin(self.dataset.clone()),
         };
         let model = match self.model {
             ModelArg::Lr => ModelKind::Lr,
@@ -189,13 +260,13 @@ pub fn run() -> Result<ExitCode> {
 fn train(args: &DataArgs) -> Result<ExitCode> {
     let a = args.setup().load()?;
     let (what, accuracy) = describe_black_box(&a, args.onnx.as_deref())?;
-    println!(
+    outln!(
         "{}: {} training rows, {} test rows, {} encoded columns; test accuracy of {what}: {accuracy:.4}",
         a.name,
         a.prepared.train_labels.len(),
         a.prepared.test_labels.len(),
         a.prepared.encoding.n_cols(),
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -227,7 +298,7 @@ fn fetch(args: &FetchArgs) -> Result<ExitCode> {
         } else {
             cent_host::data::fetch(name, &args.cache, &mut |line| eprintln!("{line}"))?
         };
-        println!("{name}: ready in {}", dir.display());
+        outln!("{name}: ready in {}", dir.display())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,23 @@
 //! Queries given as files: a JSON object (or array of objects) or a CSV with a header, each
 //! mapping feature names to raw values.
+//!
+//! Rules: every feature of the schema is given, by name; numbers lie in the feature's range
+//! (the schema's `range`, else the training rows' minimum and maximum) and categories are the
+//! schema's; the schema's target column may be present and is ignored; any other key is an
+//! error. A file that cannot be parsed at all is one error; a bad query is an error of that
+//! query alone, so the others are still explained.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use cent_host::data::{Encoding, Value};
 use std::path::Path;
 
-/// Reads every query in `path` as raw rows in feature order.
-pub fn read(path: &Path, encoding: &Encoding) -> Result<Vec<Vec<Value>>> {
+/// Every query in `path` as raw rows in feature order, each parsed on its own. `target` is the
+/// schema's target column, accepted as a key and ignored.
+///
+/// # Errors
+/// The outer error when the file cannot be read or parsed or holds no query; an inner one per
+/// query with a missing, unknown or bad value, naming the feature.
+pub fn read(path: &Path, encoding: &Encoding, target: Option<&str>) -> Result<Vec<Result<Vec<Value>>>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read query file {}", path.display()))?;
     let is_json =
         path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || text.trim_start().starts_with(['{', '[']);
@@ -14,12 +25,12 @@ pub fn read(path: &Path, encoding: &Encoding) -> Result<Vec<Vec<Value>>> {
     if rows.is_empty() {
         bail!("{}: no query rows", path.display());
     }
-    rows.iter().enumerate().map(|(i, r)| parse_row(r, encoding, path, i + 1)).collect()
+    Ok(rows.into_iter().map(|r| r.and_then(|r| parse_row(&r, encoding, target))).collect())
 }
 
 type Fields = Vec<(String, String)>;
 
-fn json_rows(text: &str, path: &Path) -> Result<Vec<Fields>> {
+fn json_rows(text: &str, path: &Path) -> Result<Vec<Result<Fields>>> {
     let value: serde_json::Value =
         serde_json::from_str(text).with_context(|| format!("{}: not valid JSON", path.display()))?;
     let objects = match value {
@@ -27,50 +38,119 @@ fn json_rows(text: &str, path: &Path) -> Result<Vec<Fields>> {
         obj @ serde_json::Value::Object(_) => vec![obj],
         _ => bail!("{}: expected an object of feature values or an array of them", path.display()),
     };
-    objects
-        .into_iter()
-        .enumerate()
-        .map(|(i, o)| match o {
-            serde_json::Value::Object(map) => Ok(map
-                .into_iter()
-                .map(|(k, v)| {
-                    let text = match v {
-                        serde_json::Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    (k, text)
-                })
-                .collect()),
-            _ => bail!("{}: query {} is not an object", path.display(), i + 1),
+    Ok(objects.into_iter().map(json_fields).collect())
+}
+
+fn json_fields(value: serde_json::Value) -> Result<Fields> {
+    let serde_json::Value::Object(map) = value else {
+        bail!("not a JSON object of feature values (found {})", kind_of(&value));
+    };
+    map.into_iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => Ok((k, s)),
+            serde_json::Value::Number(n) => Ok((k, n.to_string())),
+            serde_json::Value::Bool(b) => Ok((k, b.to_string())),
+            other => Err(anyhow!("feature `{k}`: expected a number or a string, found {}", kind_of(&other))),
         })
         .collect()
 }
 
-fn csv_rows(text: &str, path: &Path) -> Result<Vec<Fields>> {
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn csv_rows(text: &str, path: &Path) -> Result<Vec<Result<Fields>>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
     let headers = reader.headers().with_context(|| format!("{}: cannot read the CSV header", path.display()))?.clone();
+    if headers.iter().all(str::is_empty) {
+        bail!("{}: line 1: expected a header of feature names", path.display());
+    }
     let mut rows = Vec::new();
     for (i, record) in reader.records().enumerate() {
-        let record = record.with_context(|| format!("{}: line {}", path.display(), i + 2))?;
-        rows.push(headers.iter().zip(record.iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect());
+        let record = record.with_context(|| format!("{}: line {}: malformed CSV", path.display(), i + 2))?;
+        if record.len() != headers.len() {
+            bail!("{}: line {}: expected {} fields, found {}", path.display(), i + 2, headers.len(), record.len());
+        }
+        rows.push(Ok(headers.iter().zip(record.iter()).map(|(h, v)| (h.to_string(), v.to_string())).collect()));
     }
     Ok(rows)
 }
 
-fn parse_row(fields: &Fields, encoding: &Encoding, path: &Path, n: usize) -> Result<Vec<Value>> {
+fn parse_row(fields: &Fields, encoding: &Encoding, target: Option<&str>) -> Result<Vec<Value>> {
     let mut row: Vec<Option<Value>> = vec![None; encoding.n_features()];
     for (name, text) in fields {
-        let Ok(j) = encoding.feature_index(name) else {
-            // The target column and other extra columns are ignored.
+        if Some(name.as_str()) == target {
             continue;
+        }
+        let Ok(j) = encoding.feature_index(name) else {
+            bail!("{}", unknown_key(name, encoding));
         };
-        let v = encoding.parse_value(j, text).with_context(|| format!("{}: query {n}", path.display()))?;
-        row[j] = Some(v);
+        if row[j].is_some() {
+            bail!("feature `{name}` is given twice");
+        }
+        row[j] = Some(encoding.parse_value(j, text)?);
     }
     let missing: Vec<&str> =
         encoding.attributes().iter().zip(&row).filter(|(_, v)| v.is_none()).map(|(a, _)| a.name.as_str()).collect();
     if !missing.is_empty() {
-        bail!("{}: query {n} lacks feature(s): {}", path.display(), missing.join(", "));
+        bail!("missing feature(s): {}", missing.join(", "));
     }
     Ok(row.into_iter().flatten().collect())
+}
+
+/// "unknown feature `x`", with the close names when there are any, else every name.
+fn unknown_key(name: &str, encoding: &Encoding) -> String {
+    let names: Vec<&str> = encoding.attributes().iter().map(|a| a.name.as_str()).collect();
+    let close: Vec<&str> = names.iter().copied().filter(|n| is_close(name, n)).collect();
+    if close.is_empty() {
+        format!("unknown feature `{name}`; features: {}", names.join(", "))
+    } else {
+        format!(
+            "unknown feature `{name}`; did you mean {}?",
+            close.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ")
+        )
+    }
+}
+
+/// Same name but for case, `_`/`-`, or at most two edits apart.
+fn is_close(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.to_lowercase().replace('_', "-");
+    let (a, b) = (norm(a), norm(b));
+    a == b || edit_distance(&a, &b) <= 2.min(b.chars().count() / 3)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            row[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(row[j] + 1);
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_close_names() {
+        assert!(is_close("agee", "age"));
+        assert!(!is_close("job", "age"));
+        assert!(is_close("Hours_per_week", "hours-per-week"));
+        assert!(is_close("incme", "income"));
+        assert!(!is_close("height", "income"));
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 }

@@ -65,9 +65,9 @@ pub fn run(args: &TextArgs) -> Result<ExitCode> {
             let json_path = path.with_extension("json");
             let json = serde_json::to_string_pretty(&reports)?;
             std::fs::write(&json_path, json).with_context(|| format!("writing {}", json_path.display()))?;
-            println!("wrote {} and {}", path.display(), json_path.display());
+            outln!("wrote {} and {}", path.display(), json_path.display())?;
         }
-        None => print!("{md}"),
+        None => out!("{md}")?,
     }
     Ok(ExitCode::SUCCESS)
 }

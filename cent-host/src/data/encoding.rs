@@ -69,6 +69,10 @@ pub enum LookupError {
     BadCost { spec: String },
     #[error("feature `{feature}`: `{value}` is not {expected}")]
     BadValue { feature: String, value: String, expected: String },
+    #[error(
+        "feature `{feature}`: {value} is outside its range [{min}, {max}] (the schema's `range`, else the training rows' minimum and maximum)"
+    )]
+    OutOfRange { feature: String, value: String, min: String, max: String },
     #[error("feature `{feature}`: the core schema rejects the change: {error}")]
     Rejected { feature: String, error: core::SchemaError },
 }
@@ -314,10 +318,13 @@ impl Encoding {
         Ok((self.feature_index(name.trim())?, weight))
     }
 
-    /// Parses a raw value of feature `feature` written by a user: a number, or a category name.
+    /// Parses a raw value of feature `feature` written by a user: a number within the feature's
+    /// range (the schema's `range`, else the training rows' minimum and maximum: outside it the
+    /// value would be scaled outside `[0, 1]`), or a category name.
     ///
     /// # Errors
-    /// [`LookupError::BadValue`], [`LookupError::UnknownCategory`] or [`LookupError::Index`].
+    /// [`LookupError::BadValue`], [`LookupError::OutOfRange`], [`LookupError::UnknownCategory`]
+    /// or [`LookupError::Index`].
     pub fn parse_value(&self, feature: usize, text: &str) -> Result<Value, LookupError> {
         let a = self.attribute(feature)?;
         let text = text.trim();
@@ -329,14 +336,29 @@ impl Encoding {
         match a.kind {
             core::Kind::Binary | core::Kind::Categorical => self.category_index(feature, text).map(Value::Category),
             core::Kind::Integer => match text.parse::<f64>() {
-                Ok(v) if v.is_finite() && v.fract() == 0.0 => Ok(Value::Number(v)),
+                Ok(v) if v.is_finite() && v.fract() == 0.0 => self.within_range(feature, v),
                 _ => Err(bad("an integer")),
             },
             core::Kind::Continuous => match text.parse::<f64>() {
-                Ok(v) if v.is_finite() => Ok(Value::Number(v)),
+                Ok(v) if v.is_finite() => self.within_range(feature, v),
                 _ => Err(bad("a number")),
             },
         }
+    }
+
+    /// `Value::Number(v)` when `v` lies in the range of numeric feature `feature`.
+    fn within_range(&self, feature: usize, v: f64) -> Result<Value, LookupError> {
+        let f = self.core.feature(feature).ok_or(LookupError::Index { index: feature, count: self.n_features() })?;
+        let x = v as f32;
+        if x < f.min || x > f.max {
+            return Err(LookupError::OutOfRange {
+                feature: self.attributes[feature].name.clone(),
+                value: format_number(v),
+                min: format_number(f64::from(f.min)),
+                max: format_number(f64::from(f.max)),
+            });
+        }
+        Ok(Value::Number(v))
     }
 
     /// Overrides the default mutability of a feature (`--immutable`, `--increase-only`).
@@ -638,6 +660,9 @@ kind = "continuous"
         let (_, e) = fitted();
         assert_eq!(e.parse_value(0, "33").unwrap(), Value::Number(33.0));
         assert!(e.parse_value(0, "33.5").is_err());
+        let err = e.parse_value(0, "500").unwrap_err();
+        assert!(matches!(err, LookupError::OutOfRange { .. }), "{err}");
+        assert!(err.to_string().starts_with("feature `age`: 500 is outside its range ["), "{err}");
         assert_eq!(e.parse_value(2, "m").unwrap(), Value::Category(1));
         assert_eq!(e.format_value(1, Value::Category(2)), "c");
         assert_eq!(e.format_value(3, Value::Number(1.25)), "1.25");

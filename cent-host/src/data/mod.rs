@@ -60,6 +60,10 @@ pub enum DataError {
     UnknownDataset { name: String, valid: String },
     #[error("dataset `{dataset}` is not fetched ({missing} is missing): run `cent fetch {dataset}` first")]
     NotFetched { dataset: String, missing: String },
+    #[error(
+        "{schema}: no data file: give --data FILE.csv, or name the file in the schema with [[source]] file = \"...\" (relative to the schema's directory)"
+    )]
+    NoSource { schema: String },
     #[error("embedded file {file} is corrupt: {source}")]
     Embedded { file: String, source: std::io::Error },
     #[error(transparent)]
@@ -68,6 +72,14 @@ pub enum DataError {
     Load(#[from] LoadError),
     #[error(transparent)]
     Encode(#[from] EncodeError),
+    #[error(
+        "dataset `{dataset}`: {rows} rows split into {train} training and {test} test rows; both parts need rows (give more rows)"
+    )]
+    TooFewRows { dataset: String, rows: usize, train: usize, test: usize },
+    #[error(
+        "dataset `{dataset}`: class `{class}` has no training rows (of {rows} rows); a classifier needs rows of every class of the target"
+    )]
+    MissingClass { dataset: String, class: String, rows: usize },
 }
 
 /// The schema of a built-in dataset.
@@ -117,6 +129,24 @@ pub fn load_builtin(name: &str, cache_dir: &Path) -> Result<Table, DataError> {
     Ok(Table::from_paths(&schema, &paths)?)
 }
 
+/// A user's dataset: the schema file at `schema_path` and the CSV `csv`, or without it the
+/// schema's `[[source]] file`s, resolved relative to the schema file's directory.
+///
+/// # Errors
+/// [`DataError::NoSource`] when `csv` is `None` and the schema names no file, otherwise the
+/// schema or load error naming file, line and column.
+pub fn load_custom(schema_path: &Path, csv: Option<&Path>) -> Result<Table, DataError> {
+    let schema = Schema::from_file(schema_path)?;
+    if let Some(csv) = csv {
+        return Ok(Table::from_paths(&schema, &[csv.to_path_buf()])?);
+    }
+    if schema.sources.is_empty() {
+        return Err(DataError::NoSource { schema: schema_path.display().to_string() });
+    }
+    let dir = schema_path.parent().unwrap_or_else(|| Path::new(""));
+    Ok(Table::from_dir(&schema, dir)?)
+}
+
 /// A dataset ready for the pipeline: split, encoding fitted on the training rows, and both
 /// parts encoded.
 #[derive(Debug, Clone)]
@@ -132,13 +162,32 @@ pub struct Prepared {
     pub test_labels: Vec<usize>,
 }
 
+/// Both parts of the split have rows, and the training part has rows of every class.
+fn check_split(table: &Table, split: &Split) -> Result<(), DataError> {
+    let dataset = table.name().to_string();
+    if split.train.is_empty() || split.test.is_empty() {
+        let (rows, train, test) = (table.len(), split.train.len(), split.test.len());
+        return Err(DataError::TooFewRows { dataset, rows, train, test });
+    }
+    let mut seen = vec![false; table.classes().len()];
+    for &r in &split.train {
+        seen[table.labels()[r]] = true;
+    }
+    match seen.iter().position(|s| !s) {
+        Some(c) => Err(DataError::MissingClass { dataset, class: table.classes()[c].clone(), rows: table.len() }),
+        None => Ok(()),
+    }
+}
+
 /// Splits `table` with `seed`, fits the encoding on the training part and encodes both parts.
 ///
 /// # Errors
-/// [`DataError::Encode`] when the training part is empty or the dataset exceeds the core's
-/// capacities.
+/// [`DataError::TooFewRows`] when the training or the test part is empty,
+/// [`DataError::MissingClass`] when the training part lacks a class, [`DataError::Encode`]
+/// when the dataset exceeds the core's capacities.
 pub fn prepare(table: Table, test_fraction: f64, seed: u64) -> Result<Prepared, DataError> {
     let split = split::split(table.len(), test_fraction, seed);
+    check_split(&table, &split)?;
     let encoding = Encoding::fit(&table, &split.train)?;
     let train = encoding.encode_rows(&table, &split.train)?;
     let test = encoding.encode_rows(&table, &split.test)?;

@@ -83,8 +83,10 @@ pub enum LoadError {
     OneHot { file: String, line: u64, feature: String, found: usize },
     #[error("dataset `{dataset}`, feature `{feature}`: {problem}")]
     Categories { dataset: String, feature: String, problem: String },
-    #[error("dataset `{dataset}`: no rows left ({read} read, {filtered} filtered out, {missing} with missing values)")]
-    NoRows { dataset: String, read: usize, filtered: usize, missing: usize },
+    #[error(
+        "{files}: dataset `{dataset}` has no rows left ({read} read, {filtered} filtered out, {missing} with missing values)"
+    )]
+    NoRows { dataset: String, files: String, read: usize, filtered: usize, missing: usize },
 }
 
 /// Raw rows of a dataset with their labels, in file order.
@@ -260,6 +262,8 @@ struct Loader<'s> {
     values: Vec<Value>,
     labels: Vec<usize>,
     report: LoadReport,
+    /// Names of the inputs read, for errors about all of them.
+    files: Vec<String>,
 }
 
 impl<'s> Loader<'s> {
@@ -278,11 +282,13 @@ impl<'s> Loader<'s> {
             values: Vec::new(),
             labels: Vec::new(),
             report: LoadReport::default(),
+            files: Vec::new(),
         }
     }
 
     fn read_input(&mut self, input: &Input) -> Result<(), LoadError> {
         let file = input.name.as_str();
+        self.files.push(input.name.clone());
         let body =
             skip_lines(&input.bytes, input.skip_lines).ok_or_else(|| LoadError::EmptyFile { file: file.into() })?;
         let csv = &self.schema.csv;
@@ -440,7 +446,8 @@ impl<'s> Loader<'s> {
         let report = LoadReport { kept, ..self.report };
         if kept == 0 {
             let LoadReport { read, filtered, missing, .. } = report;
-            return Err(LoadError::NoRows { dataset: schema.name.clone(), read, filtered, missing });
+            let files = self.files.join(", ");
+            return Err(LoadError::NoRows { dataset: schema.name.clone(), files, read, filtered, missing });
         }
         let mut values = self.values;
         let mut attributes = Vec::with_capacity(schema.features.len());
