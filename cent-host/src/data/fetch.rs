@@ -407,21 +407,48 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
-    #[test]
-    fn test_cached_verified_file_is_not_fetched_again() {
-        let cache = scratch("cached");
-        let text = format!(
+    /// A one-source schema whose file is `hello.txt` ([`HELLO`]) from a package never downloaded.
+    fn toy_schema_text() -> String {
+        format!(
             "name = \"toy\"\n[[source]]\nfile = \"hello.txt\"\nsha256 = \"{HELLO}\"\npip = \"cent-never-downloaded==0\"\nmember = \"x\"\n\
              [target]\ncolumn = \"y\"\nfavourable = \"a\"\nclasses = [{{ name = \"a\", values = [\"0\"] }}, {{ name = \"b\", values = [\"1\"] }}]\n\
              [[feature]]\nname = \"x\"\nkind = \"continuous\"\n"
-        );
-        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
+        )
+    }
+
+    #[test]
+    fn test_cached_verified_file_is_not_fetched_again() {
+        let cache = scratch("cached");
+        let schema = Schema::from_toml(&toy_schema_text(), "toy.toml").unwrap();
         fs::create_dir_all(cache.join("toy")).unwrap();
         fs::write(cache.join("toy/hello.txt"), b"hello\n").unwrap();
         let mut lines = Vec::new();
         let dir = fetch_schema(&schema, &cache, &mut |l| lines.push(l.to_string())).unwrap();
         assert_eq!(dir, cache.join("toy"));
         assert_eq!(lines, ["toy: hello.txt is cached and verified"]);
+        let _ = fs::remove_dir_all(&cache);
+    }
+
+    #[test]
+    fn test_second_fetch_of_a_dataset_waits_for_the_first() {
+        let cache = scratch("lock");
+        let schema = Schema::from_toml(&toy_schema_text(), "toy.toml").unwrap();
+        fs::create_dir_all(cache.join("toy")).unwrap();
+        fs::write(cache.join("toy/hello.txt"), b"hello\n").unwrap();
+        let held = lock(&cache.join("toy")).unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        let worker = {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                let result = fetch_schema(&schema, &cache, &mut |_| {}).map(drop).map_err(|e| e.to_string());
+                done.send(result).unwrap();
+            })
+        };
+        let waiting = finished.recv_timeout(std::time::Duration::from_millis(300));
+        assert!(waiting.is_err(), "the second fetch ran while the first held the lock");
+        drop(held);
+        assert_eq!(finished.recv().unwrap(), Ok(()));
+        worker.join().unwrap();
         let _ = fs::remove_dir_all(&cache);
     }
 

