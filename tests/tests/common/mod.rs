@@ -3,6 +3,8 @@
 //! Each test binary compiles this module and uses part of it.
 #![allow(dead_code)]
 
+pub mod datasets;
+
 use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::blackbox::ModelKind;
 use std::path::{Path, PathBuf};
