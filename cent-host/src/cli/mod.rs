@@ -51,9 +51,16 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Train the black box and the VAE of a dataset (cached; later commands reuse them).
+    /// Train the black box and the VAE of a dataset, or load them from the cache
     ///
-    /// Example: cent train --dataset adult --model mlp
+    /// A cached model is reused only for exactly the data, schema and options that built it;
+    /// each line of the output says whether a model was loaded or trained, and why. Prints the
+    /// test accuracy and balanced accuracy (the built-in models train on a class-weighted loss).
+    ///
+    /// Examples:
+    ///   cent train --dataset adult --model mlp
+    ///   cent train --data toy.csv --schema toy.toml --model lr --cache /tmp/cent-cache
+    #[command(verbatim_doc_comment)]
     Train(DataArgs),
     /// Explain one decision: the cheapest feasible changes that flip it
     ///
@@ -122,7 +129,8 @@ pub struct DataArgs {
     /// columns] in the schema's column order, a probability output (see README, "Bring your own model").
     #[arg(long)]
     pub onnx: Option<PathBuf>,
-    /// Cache of fetched datasets and trained models.
+    /// Cache of fetched datasets and trained models (a model is reused only for the data,
+    /// schema and options it was trained from).
     #[arg(long, default_value = "data/cache", env = "CENT_CACHE")]
     pub cache: PathBuf,
     /// Seed of the train/test split, training and the explainer.
