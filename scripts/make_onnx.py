@@ -9,8 +9,9 @@ Regenerate the committed test model (needs `pip install onnx`):
 
     python3 scripts/make_onnx.py data/onnx/adult-mlp.json data/onnx/adult-mlp.onnx
 
-data/onnx/adult-mlp.json is a copy of a model trained by `cent train --dataset adult --model mlp`
-(data/cache/models/adult-mlp-seed1.json); any file in that format works.
+data/onnx/adult-mlp.json is a copy of a model cached by `cent train --dataset adult --model mlp`
+(data/cache/models/adult-mlp-seed1.json, before class weighting); any file in that format works,
+with or without the `cache_key` cache files carry.
 
 The scikit-learn fixtures that pin which skl2onnx exports cent can load (needs
 `pip install scikit-learn skl2onnx`; written deterministically from a seeded toy problem):

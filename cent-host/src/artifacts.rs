@@ -1,8 +1,17 @@
 //! The trained artifacts of one dataset — prepared data, black box and VAE — trained on first
 //! use and cached as files, so every command after the first starts in seconds.
+//!
+//! Architecture invariant: a cached artifact is used only for exactly the inputs that built it.
+//! Each cache file (`<cache>/models/{name}-{kind}-seed{seed}.json`, `{name}-vae-seed{seed}.json`)
+//! stores a [`CacheKey`]: SHA-256 digests of the encoded training rows (and labels, for the
+//! classifier), of the encoding's description, of the training options (model kind, full
+//! config, seed) and the cache format version [`CACHE_FORMAT`]. A file whose key differs from
+//! the inputs' key, that has no key, or that cannot be read is retrained and overwritten; the
+//! returned [`Origin`]s say which artifact was loaded or trained, and why.
 
-use crate::blackbox::{self, BlackBox, ModelKind, TrainConfig};
+use crate::blackbox::{self, BlackBox, ModelKind, Scores, TrainConfig};
 use crate::data::{self, Prepared, Table};
+use crate::train::{self, CacheKey, FileError};
 use crate::vae::{self, Vae, VaeConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -41,6 +50,10 @@ pub enum ArtifactError {
     Schema(#[from] data::SchemaError),
     #[error(transparent)]
     Load(#[from] data::LoadError),
+    #[error(
+        "{dataset}: all {rows} training rows hold the class `{class}`; a classifier needs rows of at least two classes"
+    )]
+    OneClass { dataset: String, class: String, rows: usize },
     #[error("training the {what}: {message}")]
     Train { what: String, message: String },
     #[error("cannot create the cache directory {path}: {source}")]
@@ -49,6 +62,10 @@ pub enum ArtifactError {
     Onnx(#[from] crate::onnx::OnnxError),
 }
 
+/// Version of the cache format, part of every key: raised whenever training changes in a way
+/// its options do not show (a new loss, a new initialisation), so that older files retrain.
+pub const CACHE_FORMAT: u32 = 2;
+
 /// Data, black box and VAE of one dataset.
 #[derive(Debug, Clone)]
 pub struct Artifacts {
@@ -56,8 +73,111 @@ pub struct Artifacts {
     pub prepared: Prepared,
     pub model: blackbox::Model,
     pub vae: Vae,
-    /// Test accuracy of the black box.
-    pub accuracy: f64,
+    /// Accuracy, balanced accuracy and predicted class shares of the black box on the test split.
+    pub scores: Scores,
+    /// Whether the black box was loaded from the cache or trained, and why.
+    pub model_origin: Origin,
+    /// Whether the VAE was loaded from the cache or trained, and why.
+    pub vae_origin: Origin,
+}
+
+/// Where one trained artifact of a run came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    /// What it is: `lr model`, `mlp model` or `VAE`.
+    pub artifact: String,
+    /// Its cache file.
+    pub path: PathBuf,
+    /// The key of the inputs it was built from.
+    pub key: CacheKey,
+    pub how: How,
+}
+
+/// Loaded or trained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum How {
+    /// Read from the cache file, whose key equals the inputs' key.
+    Loaded,
+    /// Trained in this run, for `reason`, and saved to the cache file.
+    Trained { reason: Retrain, seconds: f64 },
+}
+
+/// Why a cached file was not used.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Retrain {
+    /// There is no cached file.
+    Missing,
+    /// The cached file records no key (it was written before keys existed).
+    Unkeyed,
+    /// The cached file was built from other inputs: `changed` lists which.
+    Stale { changed: Vec<KeyPart>, cached: String, wanted: String },
+    /// The cached file cannot be read or does not fit the data (the error, naming the file).
+    Unreadable(String),
+}
+
+/// One input a cache key covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyPart {
+    /// The cache format version ([`CACHE_FORMAT`]).
+    Format,
+    /// The encoded training rows (and labels, for a classifier).
+    Data,
+    /// The encoding: feature names, kinds, columns, ranges, categories in order, class names.
+    Schema,
+    /// The model kind and the training config, seed included.
+    Options,
+}
+
+impl KeyPart {
+    fn name(self) -> &'static str {
+        match self {
+            KeyPart::Format => "cache format",
+            KeyPart::Data => "data",
+            KeyPart::Schema => "schema",
+            KeyPart::Options => "options",
+        }
+    }
+}
+
+/// The first 12 hex digits of a key, enough to tell two keys apart in a message.
+fn short(key: &str) -> &str {
+    key.get(..12).unwrap_or(key)
+}
+
+impl std::fmt::Display for Retrain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Retrain::Missing => f.write_str("no cached file"),
+            Retrain::Unkeyed => f.write_str("the cached file records no key (written by an earlier version of cent)"),
+            Retrain::Stale { changed, cached, wanted } => {
+                let parts: Vec<&str> = changed.iter().map(|p| p.name()).collect();
+                let parts = match parts.split_last() {
+                    Some((last, [])) => last.to_string(),
+                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                    None => "inputs".to_string(),
+                };
+                write!(f, "the cached file was built from other {parts} (key {} ≠ {})", short(cached), short(wanted))
+            }
+            Retrain::Unreadable(reason) => write!(f, "the cached file is unreadable: {reason}"),
+        }
+    }
+}
+
+/// `mlp model: loaded from …` or `mlp model: trained (reason); saved to …`, without the time.
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.path.display();
+        match &self.how {
+            How::Loaded => write!(
+                f,
+                "{}: loaded from {path} (built from the same data, schema and options: key {})",
+                self.artifact,
+                short(&self.key.key)
+            ),
+            How::Trained { reason, .. } => write!(f, "{}: trained ({reason}); saved to {path}", self.artifact),
+        }
+    }
 }
 
 impl Artifacts {
@@ -73,25 +193,49 @@ impl Artifacts {
             None => Box::new(self.model.clone()),
         })
     }
+
+    /// Where the black box and the VAE came from, in that order.
+    pub fn origins(&self) -> [&Origin; 2] {
+        [&self.model_origin, &self.vae_origin]
+    }
 }
 
 impl Setup {
-    /// Loads the dataset and the cached models, training whatever is missing.
+    /// Loads the dataset and the cached models, training whatever is missing or was built
+    /// from other inputs (see [`Origin`]).
     ///
     /// # Errors
-    /// [`ArtifactError`] naming the file, row or setting at fault.
+    /// [`ArtifactError`] naming the file, row or setting at fault; [`ArtifactError::OneClass`]
+    /// when the training rows hold a single class.
     pub fn load(&self) -> Result<Artifacts, ArtifactError> {
         let table = self.table()?;
         let name = table.name().to_string();
         let prepared = data::prepare(table, data::TEST_FRACTION, self.seed)?;
+        self.check_classes(&name, &prepared)?;
         let dir = self.cache.join("models");
         std::fs::create_dir_all(&dir)
             .map_err(|source| ArtifactError::Cache { path: dir.display().to_string(), source })?;
-        let model = self.model(&dir, &name, &prepared)?;
-        let vae = self.vae(&dir, &name, &prepared)?;
-        let accuracy = blackbox::accuracy(&model, &prepared.test.data, &prepared.test_labels)
+        let schema = key::schema(&prepared.encoding);
+        let (model, model_origin) = self.model(&dir, &name, &prepared, &schema)?;
+        let (vae, vae_origin) = self.vae(&dir, &name, &prepared, &schema)?;
+        let scores = blackbox::scores(&model, &prepared.test.data, &prepared.test_labels)
             .map_err(|e| ArtifactError::Train { what: "model".into(), message: e.to_string() })?;
-        Ok(Artifacts { name, prepared, model, vae, accuracy })
+        Ok(Artifacts { name, prepared, model, vae, scores, model_origin, vae_origin })
+    }
+
+    /// Refuses training rows of a single class: every model would predict it.
+    fn check_classes(&self, name: &str, p: &Prepared) -> Result<(), ArtifactError> {
+        let Some(&first) = p.train_labels.first() else { return Ok(()) };
+        if p.train_labels.iter().any(|&label| label != first) {
+            return Ok(());
+        }
+        let dataset = match &self.source {
+            Source::Builtin(_) => format!("dataset `{name}`"),
+            Source::Custom { csv: Some(csv), .. } => format!("{} (dataset `{name}`)", csv.display()),
+            Source::Custom { csv: None, schema } => format!("the data of {} (dataset `{name}`)", schema.display()),
+        };
+        let class = p.encoding.classes().get(first).cloned().unwrap_or_else(|| first.to_string());
+        Err(ArtifactError::OneClass { dataset, class, rows: p.train_labels.len() })
     }
 
     fn table(&self) -> Result<Table, ArtifactError> {
@@ -101,50 +245,69 @@ impl Setup {
         })
     }
 
-    fn model(&self, dir: &Path, name: &str, p: &Prepared) -> Result<blackbox::Model, ArtifactError> {
+    fn model(
+        &self,
+        dir: &Path,
+        name: &str,
+        p: &Prepared,
+        schema: &str,
+    ) -> Result<(blackbox::Model, Origin), ArtifactError> {
         let kind = match self.model {
             ModelKind::Lr => "lr",
             ModelKind::Mlp => "mlp",
         };
         let path = dir.join(format!("{name}-{kind}-seed{}.json", self.seed));
-        let classes = p.encoding.classes().len();
-        if let Ok(m) = blackbox::Model::load_checked(&path, p.encoding.n_cols(), classes) {
-            return Ok(m);
-        }
-        let bar = self.bar(&format!("training {kind} on {name}"));
+        let (n_cols, classes) = (p.encoding.n_cols(), p.encoding.classes().len());
         let config = TrainConfig { seed: self.seed, ..TrainConfig::for_kind(self.model) };
+        let data = key::data(&p.train.data, Some(&p.train_labels));
+        let key = key::combine(data, schema.to_string(), key::options(&(self.model, &config)));
+        let artifact = format!("{kind} model");
+        let load = |path: &Path| {
+            let (m, k) = blackbox::Model::load_keyed(path)?;
+            train::check_dim(path, "n_cols", m.inputs(), n_cols)?;
+            train::check_dim(path, "classes", m.classes(), classes)?;
+            Ok((m, k))
+        };
+        let reason = match cached(&path, &key, load) {
+            Ok(m) => return Ok((m, Origin { artifact, path, key, how: How::Loaded })),
+            Err(reason) => reason,
+        };
+        let bar = self.bar(&format!("training {kind} on {name}"));
         let start = Instant::now();
-        let fail = |e: String| ArtifactError::Train { what: format!("{kind} model"), message: e };
-        let m = blackbox::train(
-            self.model,
-            &p.train.data,
-            p.encoding.n_cols(),
-            &p.train_labels,
-            classes,
-            &config,
-            bar.as_ref(),
-        )
-        .map_err(|e| fail(e.to_string()))?;
-        self.finish(bar, &format!("trained {kind} on {name} in {:.1} s", start.elapsed().as_secs_f64()));
-        m.save(&path).map_err(|e| fail(e.to_string()))?;
-        Ok(m)
+        let fail = |e: String| ArtifactError::Train { what: artifact.clone(), message: e };
+        let m = blackbox::train(self.model, &p.train.data, n_cols, &p.train_labels, classes, &config, bar.as_ref())
+            .map_err(|e| fail(e.to_string()))?;
+        let seconds = start.elapsed().as_secs_f64();
+        finish(bar);
+        m.save_keyed(&path, Some(&key)).map_err(|e| fail(e.to_string()))?;
+        Ok((m, Origin { artifact, path, key, how: How::Trained { reason, seconds } }))
     }
 
-    fn vae(&self, dir: &Path, name: &str, p: &Prepared) -> Result<Vae, ArtifactError> {
+    fn vae(&self, dir: &Path, name: &str, p: &Prepared, schema: &str) -> Result<(Vae, Origin), ArtifactError> {
         let path = dir.join(format!("{name}-vae-seed{}.json", self.seed));
-        if let Ok(v) = Vae::load_checked(&path, p.encoding.n_cols()) {
-            return Ok(v);
-        }
-        let fail = |e: String| ArtifactError::Train { what: "VAE".into(), message: e };
+        let n_cols = p.encoding.n_cols();
         let config = VaeConfig::for_dataset(name).unwrap_or_else(|_| VaeConfig::new(vec![16], 7));
         let config = VaeConfig { seed: self.seed, ..config };
+        // The VAE never sees the labels: a relabelled table keeps its VAE.
+        let key = key::combine(key::data(&p.train.data, None), schema.to_string(), key::options(&config));
+        let artifact = "VAE".to_string();
+        let load = |path: &Path| {
+            let (v, k) = Vae::load_keyed(path)?;
+            train::check_dim(path, "n_cols", v.inputs(), n_cols)?;
+            Ok((v, k))
+        };
+        let reason = match cached(&path, &key, load) {
+            Ok(v) => return Ok((v, Origin { artifact, path, key, how: How::Loaded })),
+            Err(reason) => reason,
+        };
+        let fail = |e: String| ArtifactError::Train { what: "VAE".into(), message: e };
         let bar = self.bar(&format!("training VAE on {name}"));
         let start = Instant::now();
-        let v =
-            vae::train(&p.train.data, p.encoding.n_cols(), &config, bar.as_ref()).map_err(|e| fail(e.to_string()))?;
-        self.finish(bar, &format!("trained VAE on {name} in {:.1} s", start.elapsed().as_secs_f64()));
-        v.save(&path).map_err(|e| fail(e.to_string()))?;
-        Ok(v)
+        let v = vae::train(&p.train.data, n_cols, &config, bar.as_ref()).map_err(|e| fail(e.to_string()))?;
+        let seconds = start.elapsed().as_secs_f64();
+        finish(bar);
+        v.save_keyed(&path, Some(&key)).map_err(|e| fail(e.to_string()))?;
+        Ok((v, Origin { artifact, path, key, how: How::Trained { reason, seconds } }))
     }
 
     fn bar(&self, message: &str) -> Option<ProgressBar> {
@@ -159,11 +322,101 @@ impl Setup {
         bar.set_message(message.to_string());
         Some(bar)
     }
+}
 
-    fn finish(&self, bar: Option<ProgressBar>, message: &str) {
-        if let Some(b) = bar {
-            b.finish_and_clear();
-            eprintln!("{message}");
+fn finish(bar: Option<ProgressBar>) {
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+}
+
+/// The artifact cached at `path` when its key is `wanted`, else why not. `load` reads the file
+/// and checks it against the data; any failure of it means retraining, with the error as reason.
+fn cached<T>(
+    path: &Path,
+    wanted: &CacheKey,
+    load: impl FnOnce(&Path) -> Result<(T, Option<CacheKey>), FileError>,
+) -> Result<T, Retrain> {
+    let (value, found) = match load(path) {
+        Ok(loaded) => loaded,
+        Err(FileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Retrain::Missing);
         }
+        Err(e) => return Err(Retrain::Unreadable(e.to_string())),
+    };
+    let found = found.ok_or(Retrain::Unkeyed)?;
+    if found.key != wanted.key {
+        let changed = [
+            (KeyPart::Format, found.format == wanted.format),
+            (KeyPart::Data, found.data == wanted.data),
+            (KeyPart::Schema, found.schema == wanted.schema),
+            (KeyPart::Options, found.options == wanted.options),
+        ];
+        let changed = changed.iter().filter(|(_, same)| !same).map(|(part, _)| *part).collect();
+        return Err(Retrain::Stale { changed, cached: found.key, wanted: wanted.key.clone() });
+    }
+    Ok(value)
+}
+
+/// The digests a [`CacheKey`] is made of: SHA-256 over exactly the inputs an artifact is built
+/// from, so that a cached artifact is used only for the inputs that built it.
+mod key {
+    use super::CACHE_FORMAT;
+    use crate::data::Encoding;
+    use crate::train::CacheKey;
+    use cent_nostd::schema::Kind;
+    use serde::Serialize;
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+
+    /// The encoded rows (row-major f32 bits) and, when given, their labels.
+    pub(super) fn data(rows: &[f32], labels: Option<&[usize]>) -> String {
+        let mut bytes = Vec::with_capacity(16 + rows.len() * 4 + labels.map_or(0, |l| l.len() * 8));
+        bytes.extend_from_slice(&(rows.len() as u64).to_le_bytes());
+        rows.iter().for_each(|v| bytes.extend_from_slice(&v.to_bits().to_le_bytes()));
+        if let Some(labels) = labels {
+            bytes.extend_from_slice(&(labels.len() as u64).to_le_bytes());
+            labels.iter().for_each(|&l| bytes.extend_from_slice(&(l as u64).to_le_bytes()));
+        }
+        hex(&Sha256::digest(&bytes))
+    }
+
+    /// What the encoded columns mean: per feature its name, kind, columns, scaling range (f32
+    /// bits) and categories in order; then the class names in order. Costs, mutability and
+    /// sigma are left out: training never reads them.
+    pub(super) fn schema(encoding: &Encoding) -> String {
+        let mut text = String::new();
+        for (j, a) in encoding.attributes().iter().enumerate() {
+            let _ = write!(text, "feature {:?} {:?}", a.name, a.kind);
+            if let Some(f) = encoding.feature(j) {
+                let _ =
+                    write!(text, " cols {}+{} range {:08x} {:08x}", f.col, f.width, f.min.to_bits(), f.max.to_bits());
+            }
+            if matches!(a.kind, Kind::Categorical | Kind::Binary) {
+                let _ = write!(text, " categories {:?}", a.categories);
+            }
+            text.push('\n');
+        }
+        let _ = writeln!(text, "classes {:?}", encoding.classes());
+        hex(&Sha256::digest(text.as_bytes()))
+    }
+
+    /// The training options as JSON (model kind, every hyperparameter, the seed).
+    pub(super) fn options<T: Serialize>(options: &T) -> String {
+        let text = serde_json::to_string(options).unwrap_or_else(|e| format!("unserializable options: {e}"));
+        hex(&Sha256::digest(text.as_bytes()))
+    }
+
+    /// The key over the format version and the three digests.
+    pub(super) fn combine(data: String, schema: String, options: String) -> CacheKey {
+        let text = format!("cent-cache {CACHE_FORMAT}\ndata {data}\nschema {schema}\noptions {options}\n");
+        CacheKey { key: hex(&Sha256::digest(text.as_bytes())), format: CACHE_FORMAT, data, schema, options }
     }
 }

@@ -212,14 +212,42 @@ struct Header {
     version: u32,
 }
 
-/// Writes `value` as pretty JSON to `path`.
+/// What a cached weights file was built from, as hex SHA-256 digests. [`crate::artifacts`]
+/// computes it from the inputs at hand and reuses a cached file only when the `key`s are equal;
+/// the parts say which input changed when they are not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheKey {
+    /// Digest of `format` and the three parts below.
+    pub key: String,
+    /// Version of the cache format the key was computed under.
+    pub format: u32,
+    /// The encoded training rows (and their labels, for a classifier), as bytes.
+    pub data: String,
+    /// The encoding: feature names, kinds, columns, ranges, categories in order, class names.
+    pub schema: String,
+    /// The training options: model kind and the whole config, seed included.
+    pub options: String,
+}
+
+/// Writes `value` as pretty JSON to `path`, through a temporary file renamed into place, so
+/// that a reader never sees half a file.
 pub(crate) fn write_json<T: Serialize>(path: &Path, what: &'static str, value: &T) -> Result<(), FileError> {
     let text = serde_json::to_string_pretty(value).map_err(|source| FileError::Json {
         path: path.to_path_buf(),
         what,
         source,
     })?;
-    fs::write(path, text).map_err(|source| FileError::Io { path: path.to_path_buf(), source })
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}-{n}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let io = |source| FileError::Io { path: path.to_path_buf(), source };
+    fs::write(&tmp, text).map_err(io)?;
+    fs::rename(&tmp, path).map_err(|source| {
+        let _ = fs::remove_file(&tmp);
+        io(source)
+    })
 }
 
 /// Reads a JSON weights file whose header must say `format` (also used as the file kind in

@@ -17,7 +17,7 @@ use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use crate::layers::{Activation, Mlp};
-use crate::train::{self, FileError, SeededRng};
+use crate::train::{self, CacheKey, FileError, SeededRng};
 
 /// Architecture and training hyperparameters of a [`Vae`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +117,9 @@ struct VaeFile {
     version: u32,
     n_cols: usize,
     vae: Vae,
+    /// What the VAE was trained from, in a cached file (absent in files saved without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cache_key: Option<CacheKey>,
 }
 
 const FILE_FORMAT: &str = "cent-vae";
@@ -157,8 +160,22 @@ impl Vae {
     /// # Errors
     /// [`FileError::Io`] when the file cannot be written.
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
-        let file =
-            VaeFile { format: FILE_FORMAT.into(), version: FILE_VERSION, n_cols: self.inputs(), vae: self.clone() };
+        self.save_keyed(path, None)
+    }
+
+    /// Saves the VAE as JSON together with the key of what it was trained from (see
+    /// [`crate::artifacts`]); the file is written whole or not at all.
+    ///
+    /// # Errors
+    /// [`FileError::Io`] when the file cannot be written.
+    pub fn save_keyed(&self, path: &Path, cache_key: Option<&CacheKey>) -> Result<(), FileError> {
+        let file = VaeFile {
+            format: FILE_FORMAT.into(),
+            version: FILE_VERSION,
+            n_cols: self.inputs(),
+            vae: self.clone(),
+            cache_key: cache_key.cloned(),
+        };
         train::write_json(path, FILE_FORMAT, &file)
     }
 
@@ -169,12 +186,20 @@ impl Vae {
     /// A [`FileError`] naming the file when it cannot be read, is of another kind or version, or
     /// is inconsistent.
     pub fn load(path: &Path) -> Result<Self, FileError> {
+        Self::load_keyed(path).map(|(vae, _)| vae)
+    }
+
+    /// [`Vae::load`], also returning the key stored by [`Vae::save_keyed`], if any.
+    ///
+    /// # Errors
+    /// As [`Vae::load`].
+    pub fn load_keyed(path: &Path) -> Result<(Self, Option<CacheKey>), FileError> {
         let file: VaeFile = train::read_json(path, FILE_FORMAT, FILE_VERSION)?;
         let corrupt = |reason: String| FileError::Corrupt { path: path.to_path_buf(), reason };
         train::check_mlp(&file.vae.encoder).map_err(|r| corrupt(format!("encoder: {r}")))?;
         train::check_mlp(&file.vae.decoder).map_err(|r| corrupt(format!("decoder: {r}")))?;
         check_shape(&file.vae, file.n_cols).map_err(corrupt)?;
-        Ok(file.vae)
+        Ok((file.vae, file.cache_key))
     }
 
     /// [`Vae::load`], then checks the VAE against the data it will encode.

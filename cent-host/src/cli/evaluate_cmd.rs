@@ -4,7 +4,7 @@
 use super::{DataArgs, ModelArg};
 use anyhow::{Context, Result};
 use cent_host::artifacts::{Artifacts, Setup, Source};
-use cent_host::blackbox::{BlackBox, ModelKind};
+use cent_host::blackbox::{BlackBox, ModelKind, Scores};
 use cent_host::evaluate::report::{self, Meta, PairReport};
 use cent_host::evaluate::{Bench, Config, MethodKind, MethodResult, plots};
 use clap::{Args, ValueEnum};
@@ -79,6 +79,7 @@ struct JsonDoc<'a> {
     dataset: &'a str,
     model: &'a str,
     test_accuracy: f64,
+    test_balanced_accuracy: f64,
     seed: u64,
     factuals: usize,
     methods: &'a [MethodResult],
@@ -95,9 +96,9 @@ pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
     let a = args.data.setup().load()?;
     let model = a.black_box(args.data.onnx.as_deref())?;
     let label = model_label(&args.data);
-    let accuracy = test_accuracy(model.as_ref(), &a)?;
+    let scores = test_scores(model.as_ref(), &a, args.data.onnx.as_deref())?;
     let setup_seconds = start.elapsed().as_secs_f64();
-    let pair = evaluate_pair(&a, model.as_ref(), &label, accuracy, setup_seconds, args)?;
+    let pair = evaluate_pair(&a, model.as_ref(), &label, &scores, setup_seconds, args)?;
     let text = render(&pair, args)?;
     if let Some(dir) = &args.out {
         let ext = match args.format {
@@ -124,8 +125,13 @@ fn model_label(data: &DataArgs) -> String {
     }
 }
 
-fn test_accuracy(model: &dyn BlackBox, a: &Artifacts) -> Result<f64> {
-    Ok(cent_host::blackbox::accuracy(model, &a.prepared.test.data, &a.prepared.test_labels)?)
+/// The scores of the model under evaluation: the built-in one's from loading, an ONNX model's
+/// measured here (and warned about when it gives one class to nearly every test row).
+fn test_scores(model: &dyn BlackBox, a: &Artifacts, onnx: Option<&Path>) -> Result<Scores> {
+    let Some(path) = onnx else { return Ok(a.scores.clone()) };
+    let scores = cent_host::blackbox::scores(model, &a.prepared.test.data, &a.prepared.test_labels)?;
+    super::warn_dominant(&format!("the ONNX model {}", path.display()), &scores, a);
+    Ok(scores)
 }
 
 fn methods(args: &EvaluateArgs) -> Vec<MethodKind> {
@@ -143,7 +149,7 @@ fn evaluate_pair(
     a: &Artifacts,
     model: &dyn BlackBox,
     label: &str,
-    accuracy: f64,
+    scores: &Scores,
     setup_seconds: f64,
     args: &EvaluateArgs,
 ) -> Result<PairReport> {
@@ -171,7 +177,8 @@ fn evaluate_pair(
     Ok(PairReport {
         dataset: a.name.clone(),
         model: label.to_string(),
-        accuracy,
+        accuracy: scores.accuracy,
+        balanced_accuracy: scores.balanced_accuracy,
         setup_seconds,
         prepare_seconds,
         run_seconds: run_start.elapsed().as_secs_f64(),
@@ -182,10 +189,11 @@ fn evaluate_pair(
 fn render(pair: &PairReport, args: &EvaluateArgs) -> Result<String> {
     Ok(match args.format {
         Format::Table => format!(
-            "{} × {} (test accuracy {:.3}), {} factuals, seed {}\n\n{}",
+            "{} × {} (test accuracy {:.3}, balanced accuracy {:.3}), {} factuals, seed {}\n\n{}",
             pair.dataset,
             pair.model,
             pair.accuracy,
+            pair.balanced_accuracy,
             args.factuals,
             args.data.seed,
             report::summary_table(&pair.results)
@@ -195,6 +203,7 @@ fn render(pair: &PairReport, args: &EvaluateArgs) -> Result<String> {
                 dataset: &pair.dataset,
                 model: &pair.model,
                 test_accuracy: pair.accuracy,
+                test_balanced_accuracy: pair.balanced_accuracy,
                 seed: args.data.seed,
                 factuals: args.factuals,
                 methods: &pair.results,
@@ -227,10 +236,11 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
                 seed: args.data.seed,
                 progress: !args.data.quiet,
             };
-            let a = setup.load().with_context(|| format!("loading {dataset}"))?;
+            let a =
+                super::load_reported(&setup, args.data.quiet, false).with_context(|| format!("loading {dataset}"))?;
             let label = if kind == ModelKind::Lr { "lr" } else { "mlp" };
             let setup_seconds = t.elapsed().as_secs_f64();
-            pairs.push(evaluate_pair(&a, &a.model, label, a.accuracy, setup_seconds, args)?);
+            pairs.push(evaluate_pair(&a, &a.model, label, &a.scores, setup_seconds, args)?);
         }
     }
     let plots = plots::write_all(&out.join("plots"), &pairs)?;

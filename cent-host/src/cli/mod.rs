@@ -27,8 +27,8 @@ mod query;
 mod text_cmd;
 
 use anyhow::Result;
-use cent_host::artifacts::{Setup, Source};
-use cent_host::blackbox::ModelKind;
+use cent_host::artifacts::{Artifacts, How, Origin, Setup, Source};
+use cent_host::blackbox::{ModelKind, Scores};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -113,9 +113,16 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Train the black box and the VAE of a dataset (cached; later commands reuse them).
+    /// Train the black box and the VAE of a dataset, or load them from the cache
     ///
-    /// Example: cent train --dataset adult --model mlp
+    /// A cached model is reused only for exactly the data, schema and options that built it;
+    /// each line of the output says whether a model was loaded or trained, and why. Prints the
+    /// test accuracy and balanced accuracy (the built-in models train on a class-weighted loss).
+    ///
+    /// Examples:
+    ///   cent train --dataset adult --model mlp
+    ///   cent train --data toy.csv --schema toy.toml --model lr --cache /tmp/cent-cache
+    #[command(verbatim_doc_comment)]
     Train(DataArgs),
     /// Explain one decision: the cheapest feasible changes that flip it
     ///
@@ -196,7 +203,8 @@ pub struct DataArgs {
     /// columns] in the schema's column order, a probability output (see README, "Bring your own model").
     #[arg(long)]
     pub onnx: Option<PathBuf>,
-    /// Cache of fetched datasets and trained models.
+    /// Cache of fetched datasets and trained models (a model is reused only for the data,
+    /// schema and options it was trained from).
     #[arg(long, default_value = "data/cache", env = "CENT_CACHE")]
     pub cache: PathBuf,
     /// Seed of the train/test split, training and the explainer.
@@ -214,7 +222,8 @@ pub enum ModelArg {
 }
 
 impl DataArgs {
-    pub fn setup(&self) -> Setup {
+    /// The library's [`Setup`] for these options, with the way the CLI reports on it.
+    pub fn setup(&self) -> DataSetup {
         let source = match &self.schema {
             Some(schema) => Source::Custom { csv: self.data.clone(), schema: schema.clone() },
             None => Source::Builtin(self.dataset.clone()),
@@ -223,7 +232,65 @@ impl DataArgs {
             ModelArg::Lr => ModelKind::Lr,
             ModelArg::Mlp => ModelKind::Mlp,
         };
-        Setup { source, model, cache: self.cache.clone(), seed: self.seed, progress: !self.quiet }
+        let setup = Setup { source, model, cache: self.cache.clone(), seed: self.seed, progress: !self.quiet };
+        DataSetup { setup, quiet: self.quiet, onnx: self.onnx.is_some() }
+    }
+}
+
+/// A [`Setup`] as every command loads it: see [`load_reported`].
+#[derive(Debug, Clone)]
+pub struct DataSetup {
+    pub setup: Setup,
+    quiet: bool,
+    /// The built-in model is not the one explained (`--onnx`), so it is not warned about.
+    onnx: bool,
+}
+
+impl DataSetup {
+    /// [`Setup::load`], reporting as [`load_reported`] does.
+    pub fn load(&self) -> Result<Artifacts> {
+        load_reported(&self.setup, self.quiet, self.onnx)
+    }
+}
+
+/// [`Setup::load`], then on stderr where each model came from (unless `quiet`) and, unless
+/// `onnx` replaces it, a warning when the built-in model gives one class to nearly every test row.
+pub(crate) fn load_reported(setup: &Setup, quiet: bool, onnx: bool) -> Result<Artifacts> {
+    let a = setup.load()?;
+    if !quiet {
+        for o in a.origins() {
+            eprintln!("{}", timed(o));
+        }
+    }
+    if !onnx {
+        warn_dominant(&format!("the {:?} model", a.model.kind), &a.scores, &a);
+    }
+    Ok(a)
+}
+
+/// An origin line with the training time: `lr model: trained in 1.2 s (no cached file); saved to …`.
+fn timed(o: &Origin) -> String {
+    match &o.how {
+        How::Trained { reason, seconds } => {
+            format!("{}: trained in {seconds:.1} s ({reason}); saved to {}", o.artifact, o.path.display())
+        }
+        How::Loaded => o.to_string(),
+    }
+}
+
+/// `warning: …` on stderr when `what` gives one class to at least 99 % of the test rows: its
+/// accuracy then mostly measures how common that class is.
+pub(crate) fn warn_dominant(what: &str, scores: &Scores, a: &Artifacts) {
+    if let Some(d) = scores.dominant() {
+        let class = a.prepared.encoding.classes().get(d.class).map_or("?", String::as_str);
+        eprintln!(
+            "warning: {what} predicts the class `{class}` for {:.1} % of the {} test rows: its accuracy {:.3} \
+             mostly reflects how common that class is (balanced accuracy {:.3})",
+            d.share * 100.0,
+            a.prepared.test_labels.len(),
+            scores.accuracy,
+            scores.balanced_accuracy
+        );
     }
 }
 
@@ -260,11 +327,19 @@ pub fn run() -> Result<ExitCode> {
     }
 }
 
+/// `cent train`: where each model came from on stdout (always), training times on stderr.
 fn train(args: &DataArgs) -> Result<ExitCode> {
-    let a = args.setup().load()?;
-    let (what, accuracy) = describe_black_box(&a, args.onnx.as_deref())?;
+    let data = args.setup();
+    let a = load_reported(&data.setup, true, data.onnx)?;
+    for o in a.origins() {
+        outln!("{o}")?;
+        if let (How::Trained { seconds, .. }, false) = (&o.how, args.quiet) {
+            eprintln!("{} trained in {seconds:.1} s", o.artifact);
+        }
+    }
+    let (what, scores) = describe_black_box(&a, args.onnx.as_deref())?;
     outln!(
-        "{}: {} training rows, {} test rows, {} encoded columns; test accuracy of {what}: {accuracy:.4}",
+        "{}: {} training rows, {} test rows, {} encoded columns; test accuracy of {what}: {scores:.4}",
         a.name,
         a.prepared.train_labels.len(),
         a.prepared.test_labels.len(),
@@ -273,18 +348,18 @@ fn train(args: &DataArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The black box in use (the built-in model, or the `--onnx` file) and its test accuracy.
-pub(crate) fn describe_black_box(
-    a: &cent_host::artifacts::Artifacts,
-    onnx: Option<&std::path::Path>,
-) -> Result<(String, f64)> {
+/// The black box in use (the built-in model, or the `--onnx` file) and its test scores, which
+/// print as `accuracy, balanced accuracy …`. An ONNX model that gives one class to nearly every
+/// test row is warned about here (the built-in one when it is loaded).
+pub(crate) fn describe_black_box(a: &Artifacts, onnx: Option<&std::path::Path>) -> Result<(String, Scores)> {
     match onnx {
-        None => Ok((format!("the {:?} model", a.model.kind), a.accuracy)),
+        None => Ok((format!("the {:?} model", a.model.kind), a.scores.clone())),
         Some(path) => {
             let model = a.black_box(Some(path))?;
-            let accuracy =
-                cent_host::blackbox::accuracy(model.as_ref(), &a.prepared.test.data, &a.prepared.test_labels)?;
-            Ok((format!("the ONNX model {}", path.display()), accuracy))
+            let what = format!("the ONNX model {}", path.display());
+            let scores = cent_host::blackbox::scores(model.as_ref(), &a.prepared.test.data, &a.prepared.test_labels)?;
+            warn_dominant(&what, &scores, a);
+            Ok((what, scores))
         }
     }
 }

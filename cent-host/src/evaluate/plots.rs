@@ -170,6 +170,7 @@ mod tests {
             dataset: "adult".into(),
             model: "lr".into(),
             accuracy: 0.8,
+            balanced_accuracy: 0.75,
             setup_seconds: 0.0,
             prepare_seconds: 0.0,
             run_seconds: 0.0,

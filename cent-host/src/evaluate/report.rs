@@ -12,6 +12,8 @@ pub struct PairReport {
     pub model: String,
     /// Test accuracy of the model.
     pub accuracy: f64,
+    /// Test balanced accuracy of the model (mean of the per-class recalls).
+    pub balanced_accuracy: f64,
     /// Loading data and models, training what was not cached, seconds.
     pub setup_seconds: f64,
     /// Encoding and labelling the pool and the yNN reference, seconds.
@@ -108,7 +110,7 @@ pub fn summary_table(results: &[MethodResult]) -> String {
 /// The headline table: CEnt on every pair, against the quality goals and the paper.
 fn headline(pairs: &[PairReport]) -> String {
     let mut out = String::from(
-        "| dataset | model | test acc. | flip rate | l0 | l1 | yNN | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | goals missed |\n\
+        "| dataset | model | test acc. (balanced) | flip rate | l0 | l1 | yNN | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | goals missed |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for p in pairs {
@@ -120,10 +122,11 @@ fn headline(pairs: &[PairReport]) -> String {
         let missed = if missed.is_empty() { "none".to_string() } else { missed.join("; ") };
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {missed} |",
+            "| {} | {} | {:.3} ({:.3}) | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {missed} |",
             p.dataset,
             p.model,
             p.accuracy,
+            p.balanced_accuracy,
             s.flip_rate,
             s.l0,
             s.l1,
@@ -154,10 +157,11 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
     for p in pairs {
         let _ = writeln!(
             out,
-            "### {} × {}\n\nTest accuracy {:.3}; setup {:.1} s, pool and reference {:.1} s, methods {:.1} s.\n\n{}",
+            "### {} × {}\n\nTest accuracy {:.3}, balanced accuracy {:.3}; setup {:.1} s, pool and reference {:.1} s, methods {:.1} s.\n\n{}",
             p.dataset,
             p.model,
             p.accuracy,
+            p.balanced_accuracy,
             p.setup_seconds,
             p.prepare_seconds,
             p.run_seconds,
@@ -295,6 +299,7 @@ mod tests {
             dataset: "compas".into(),
             model: "mlp".into(),
             accuracy: 0.7,
+            balanced_accuracy: 0.65,
             setup_seconds: 1.0,
             prepare_seconds: 0.5,
             run_seconds: 2.0,
@@ -309,7 +314,7 @@ mod tests {
             plots: vec![("plots/l1.svg".into(), "l1".into())],
         };
         let md = markdown(&[pair], &meta);
-        assert!(md.contains("| compas | mlp | 0.700 | 1.00 |"), "{md}");
+        assert!(md.contains("| compas | mlp | 0.700 (0.650) | 1.00 |"), "{md}");
         assert!(md.contains("0.990 (0.965)") && md.contains("### compas × mlp") && md.contains("![l1](plots/l1.svg)"));
     }
 }
