@@ -51,7 +51,7 @@ pub enum ArtifactError {
     #[error(transparent)]
     Load(#[from] data::LoadError),
     #[error(
-        "{dataset}: all {rows} training rows hold the class `{class}`; a classifier needs rows of at least two classes"
+        "{dataset}: all {rows} rows hold the class `{class}`; a classifier needs rows of at least two classes"
     )]
     OneClass { dataset: String, class: String, rows: usize },
     #[error("training the {what}: {message}")]
@@ -206,12 +206,12 @@ impl Setup {
     ///
     /// # Errors
     /// [`ArtifactError`] naming the file, row or setting at fault; [`ArtifactError::OneClass`]
-    /// when the training rows hold a single class.
+    /// when the rows hold a single class.
     pub fn load(&self) -> Result<Artifacts, ArtifactError> {
         let table = self.table()?;
         let name = table.name().to_string();
+        self.check_classes(&name, table.labels(), table.classes())?;
         let prepared = data::prepare(table, data::TEST_FRACTION, self.seed)?;
-        self.check_classes(&name, &prepared)?;
         let dir = self.cache.join("models");
         std::fs::create_dir_all(&dir)
             .map_err(|source| ArtifactError::Cache { path: dir.display().to_string(), source })?;
@@ -223,10 +223,10 @@ impl Setup {
         Ok(Artifacts { name, prepared, model, vae, scores, model_origin, vae_origin })
     }
 
-    /// Refuses training rows of a single class: every model would predict it.
-    fn check_classes(&self, name: &str, p: &Prepared) -> Result<(), ArtifactError> {
-        let Some(&first) = p.train_labels.first() else { return Ok(()) };
-        if p.train_labels.iter().any(|&label| label != first) {
+    /// Refuses data whose rows all hold one class: every model would predict it.
+    fn check_classes(&self, name: &str, labels: &[usize], classes: &[String]) -> Result<(), ArtifactError> {
+        let Some(&first) = labels.first() else { return Ok(()) };
+        if labels.iter().any(|&label| label != first) {
             return Ok(());
         }
         let dataset = match &self.source {
@@ -234,8 +234,8 @@ impl Setup {
             Source::Custom { csv: Some(csv), .. } => format!("{} (dataset `{name}`)", csv.display()),
             Source::Custom { csv: None, schema } => format!("the data of {} (dataset `{name}`)", schema.display()),
         };
-        let class = p.encoding.classes().get(first).cloned().unwrap_or_else(|| first.to_string());
-        Err(ArtifactError::OneClass { dataset, class, rows: p.train_labels.len() })
+        let class = classes.get(first).cloned().unwrap_or_else(|| first.to_string());
+        Err(ArtifactError::OneClass { dataset, class, rows: labels.len() })
     }
 
     fn table(&self) -> Result<Table, ArtifactError> {
