@@ -254,10 +254,12 @@ fn test_increase_only_ordered_categorical_never_moves_down() {
 
 #[test]
 fn test_increase_only_on_unordered_categorical_is_a_usage_error() {
-    let o = custom("unordered-increase-only", ORDERED_SCHEMA, &ordered_csv(200), &["--row", "0", "--increase-only", "job"]);
+    let o =
+        custom("unordered-increase-only", ORDERED_SCHEMA, &ordered_csv(200), &["--row", "0", "--increase-only", "job"]);
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
     assert_fails_with(&o, &["job", "ordered = true"]);
-    let o = custom("unordered-decrease-only", ORDERED_SCHEMA, &ordered_csv(200), &["--row", "0", "--decrease-only", "job"]);
+    let o =
+        custom("unordered-decrease-only", ORDERED_SCHEMA, &ordered_csv(200), &["--row", "0", "--decrease-only", "job"]);
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
     assert_fails_with(&o, &["job", "decrease-only"]);
 }

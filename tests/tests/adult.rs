@@ -4,7 +4,7 @@
 mod common;
 
 use cent_host::blackbox::BlackBox;
-use cent_host::data::Value;
+use cent_host::data::{QueryError, Value};
 use cent_host::explain::{Config, ExplainError, Explainer};
 use cent_nostd::counterfactual;
 use cent_nostd::schema::Mutability;
@@ -79,4 +79,20 @@ fn test_json_output_is_valid() {
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(v["counterfactuals"][0]["changes"][0]["feature"].is_string());
     assert!(v["fidelity"].as_f64().unwrap() > 0.5);
+}
+
+#[test]
+fn test_direction_on_unordered_categorical_is_a_query_error() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let mut query = enc.to_core_schema().default_query();
+    let workclass = enc.feature_index("workclass").unwrap();
+    query.mutability[workclass] = Mutability::IncreaseOnly;
+    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default());
+    match explainer.explain(a.prepared.test.row(0), &query, None) {
+        Err(ExplainError::Query(QueryError::Unordered { feature, direction })) => {
+            assert_eq!((feature.as_str(), direction), ("workclass", "increase-only"));
+        }
+        other => panic!("expected a query error naming workclass, got {other:?}"),
+    }
 }
