@@ -2,7 +2,7 @@
 //! the evaluation (see `cent_host::evaluate` and docs/results.md).
 
 use super::{DataArgs, ModelArg};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::blackbox::{BlackBox, ModelKind};
 use cent_host::evaluate::report::{self, Meta, PairReport};
