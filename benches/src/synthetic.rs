@@ -161,8 +161,9 @@ pub(crate) fn signed<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 /// A schema of `features` logical features over at most [`COLUMNS`] columns.
 ///
 /// Kinds cycle continuous, integer, binary, categorical (2..=6 categories, narrowed so every
-/// later feature keeps a column); feature 2 mod 7 is immutable and 1 mod 5 increase-only. The
-/// first categorical feature forbids the transition from category 0 to 1.
+/// later feature keeps a column); feature 2 mod 7 is immutable and 1 mod 5 increase-only (a
+/// categorical one is then ordered). The first categorical feature forbids the transition from
+/// category 0 to 1.
 ///
 /// # Errors
 /// [`SpecError::Features`] or [`SpecError::Classes`] for counts outside the capacities.
@@ -207,7 +208,12 @@ fn random_feature<R: Rng + ?Sized>(rng: &mut R, j: usize, col: u8, room: usize) 
     } else {
         Mutability::Free
     };
-    feature.with_mutability(mutability).with_cost(0.5 + unit(rng)).with_sigma(0.05 + 0.2 * unit(rng))
+    // Only an ordered group may keep a direction.
+    let ordered = feature.kind == Kind::Categorical && mutability == Mutability::IncreaseOnly;
+    Feature { ordered, ..feature }
+        .with_mutability(mutability)
+        .with_cost(0.5 + unit(rng))
+        .with_sigma(0.05 + 0.2 * unit(rng))
 }
 
 /// A random valid encoded point of `schema`: scaled values in `[0, 1]`, whole raw values for

@@ -8,7 +8,7 @@
 //! constraint, or it is not returned.
 
 use crate::blackbox::{BlackBox, ModelError};
-use crate::data::{Encoding, Value};
+use crate::data::{Encoding, QueryError, Value};
 use crate::layers::Mlp;
 use crate::neighbors::Pool;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
@@ -81,6 +81,8 @@ pub enum ExplainError {
     DesiredIsCurrent { class: String },
     #[error("class index {index} is out of range (the model has {classes} classes)")]
     UnknownClass { index: usize, classes: usize },
+    #[error("{0}")]
+    Query(#[from] QueryError),
     #[error("no counterfactual found: {0}")]
     NotFound(Reason),
     #[error("surrogate: {0}")]
@@ -220,10 +222,12 @@ impl<'a> Explainer<'a> {
     /// index) or any class but the current one.
     ///
     /// # Errors
-    /// [`ExplainError::NotFound`] with its reason when nothing verified exists; input errors
-    /// otherwise.
+    /// [`ExplainError::NotFound`] with its reason when nothing verified exists;
+    /// [`ExplainError::Query`] for constraints the dataset cannot have (a direction on an
+    /// unordered categorical feature, a bad weight); input errors otherwise.
     pub fn explain(&self, x: &[f32], query: &Query, desired: Option<usize>) -> Result<Explanation, ExplainError> {
         self.check_input(x)?;
+        self.encoding.check_query(query)?;
         let proba = self.model.probabilities(x)?;
         let fact = argmax(&proba);
         let classes = self.model.classes();
@@ -508,20 +512,24 @@ impl<'a> Explainer<'a> {
 }
 
 /// Moves one encoded row onto what the query `x` can reach under `query`: immutable features
-/// take `x`'s values; one-direction single-column features are clamped at `x`'s value (a
-/// one-hot group has no order and is left as it is). Per query, [`projection`] computes the
-/// steps once and [`apply_projection`] applies them to each row.
+/// take `x`'s values; one-direction single-column features are clamped at `x`'s value, and an
+/// ordered one-hot group whose category lies on the forbidden side of `x`'s takes `x`'s. Per
+/// query, [`projection`] computes the steps once and [`apply_projection`] applies them to each
+/// row.
 #[cfg(test)]
 fn project(schema: &Schema, query: &Query, x: &[f32], row: &mut [f32]) {
     apply_projection(&projection(schema, query, x, row.len()), row);
 }
 
-/// One column's step of [`project`]: set it to a value, or raise or lower it to one.
+/// One step of [`project`]: set a column to a value, raise or lower it to one, or put an
+/// ordered group (first column, width) back on `x`'s category when it holds a lower (`up`) or
+/// higher one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Step {
     Set(usize, f32),
     AtLeast(usize, f32),
     AtMost(usize, f32),
+    Rank { col: usize, width: usize, category: usize, up: bool },
 }
 
 /// The steps of [`project`] for a query, column by column (within `width` columns), with
@@ -536,9 +544,18 @@ fn projection(schema: &Schema, query: &Query, x: &[f32], width: usize) -> Vec<St
         match query.mutability[j] {
             Mutability::Free => {}
             Mutability::Immutable => steps.extend(span.map(|c| Step::Set(c, x[c]))),
-            Mutability::IncreaseOnly if span.len() == 1 => steps.push(Step::AtLeast(span.start, x[span.start])),
-            Mutability::DecreaseOnly if span.len() == 1 => steps.push(Step::AtMost(span.start, x[span.start])),
-            Mutability::IncreaseOnly | Mutability::DecreaseOnly => {}
+            Mutability::IncreaseOnly if f.kind != Kind::Categorical => {
+                steps.push(Step::AtLeast(span.start, x[span.start]));
+            }
+            Mutability::DecreaseOnly if f.kind != Kind::Categorical => {
+                steps.push(Step::AtMost(span.start, x[span.start]));
+            }
+            m @ (Mutability::IncreaseOnly | Mutability::DecreaseOnly) => {
+                if let (true, Some(category)) = (f.ordered, cent_nostd::schema::category(f, x)) {
+                    let up = m == Mutability::IncreaseOnly;
+                    steps.push(Step::Rank { col: span.start, width: span.len(), category: category.into(), up });
+                }
+            }
         }
     }
     steps
@@ -560,6 +577,14 @@ fn apply_projection(steps: &[Step], row: &mut [f32]) {
             Step::AtMost(c, v) => {
                 if let Some(to) = row.get_mut(c) {
                     *to = to.min(v);
+                }
+            }
+            Step::Rank { col, width, category, up } => {
+                let Some(group) = row.get_mut(col..col + width) else { continue };
+                let Some(hot) = group.iter().position(|v| *v > 0.5) else { continue };
+                if (up && hot < category) || (!up && hot > category) {
+                    group.fill(0.0);
+                    group[category] = 1.0;
                 }
             }
         }
@@ -629,5 +654,22 @@ mod tests {
         let mut row = [0.8, 0.0, 1.0, 0.0, 0.3, 0.7];
         project(&schema, &query, &x, &mut row);
         assert_eq!(row, [0.8, 0.0, 1.0, 0.0, 0.3, 0.7]);
+    }
+
+    #[test]
+    fn test_projection_lifts_an_ordered_group_to_the_query_category() {
+        let mut schema = Schema::new(2);
+        schema.push(Feature::ordinal(0, 4).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        schema.push(Feature::ordinal(4, 3).with_mutability(Mutability::DecreaseOnly)).unwrap();
+        let query = schema.default_query();
+        let x = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0];
+        // Below x on the increase-only group, above it on the decrease-only one: both take x's.
+        let mut row = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+        project(&schema, &query, &x, &mut row);
+        assert_eq!(row, x);
+        // Above on the first and below on the second are reachable and stay.
+        let mut row = [0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0];
+        project(&schema, &query, &x, &mut row);
+        assert_eq!(row, [0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
     }
 }

@@ -252,6 +252,19 @@ mod tests {
     }
 
     #[test]
+    fn test_assemble_writes_the_ordered_flag() {
+        let (_, encoder, atlas) = tiny();
+        // The same two columns as one ordered, increase-only group.
+        let mut schema = Schema::new(2);
+        let group = Feature::ordinal(0, 2).with_mutability(cent_nostd::schema::Mutability::IncreaseOnly);
+        schema.push(group).unwrap();
+        let (bytes, _) = assemble("tiny", &schema, &encoder, None, &atlas).unwrap();
+        let b = Bundle::from_bytes(&bytes).unwrap();
+        assert_eq!(b.schema, schema);
+        assert!(b.schema.features()[0].ordered);
+    }
+
+    #[test]
     fn test_assemble_rejects_a_latent_mismatch() {
         let (schema, encoder, mut atlas) = tiny();
         atlas.latent = 1;

@@ -12,7 +12,7 @@ use crate::blackbox::{BlackBox, ModelError};
 use crate::data::Value;
 use crate::layers::Mlp;
 use cent_nostd::counterfactual;
-use cent_nostd::schema::{Kind, Mutability, Query, Schema};
+use cent_nostd::schema::{self, Kind, Mutability, Query, Schema};
 use serde::Serialize;
 
 /// Number of changed logical features (a one-hot group counts once).
@@ -94,13 +94,16 @@ pub fn redundancy(
 pub struct Violations {
     /// An immutable feature has another raw value.
     pub immutable: bool,
-    /// A one-direction feature moved the wrong way, or a one-hot group made a transition the
-    /// query forbids (both are "semi-immutable" constraints).
+    /// A one-direction feature moved the wrong way (a number, a binary value, or the category
+    /// of an ordered group), or a one-hot group made a transition the query forbids (both are
+    /// "semi-immutable" constraints).
     pub semi_immutable: bool,
 }
 
 /// Checks `x'` against the query's immutability, direction and transition constraints on raw
 /// values decoded from both vectors (integers rounded, binary at 0.5, a group's largest column).
+/// An ordered group compares category indices; an unordered group under a direction (which it
+/// cannot have) counts any move.
 pub fn violations(schema: &Schema, query: &Query, x: &[f32], x_new: &[f32]) -> Violations {
     let mut out = Violations::default();
     for (j, f) in schema.features().iter().enumerate() {
@@ -118,9 +121,9 @@ pub fn violations(schema: &Schema, query: &Query, x: &[f32], x_new: &[f32]) -> V
             (Mutability::DecreaseOnly, Value::Category(a), Value::Category(b)) if f.kind == Kind::Binary && b > a => {
                 out.semi_immutable = true;
             }
-            (_, Value::Category(from), Value::Category(to)) if f.kind == Kind::Categorical => {
-                let mask = query.transitions.get(f.col as usize + from).copied().unwrap_or(0);
-                if to >= 64 || mask & (1 << to) == 0 {
+            (m, Value::Category(from), Value::Category(to)) if f.kind == Kind::Categorical => {
+                let reachable = u8::try_from(from).map_or(0, |from| schema::reachable(f, m, &query.transitions, from));
+                if to >= 64 || reachable & (1 << to) == 0 {
                     out.semi_immutable = true;
                 }
             }
@@ -328,6 +331,24 @@ mod tests {
         // A float wobble of age that decodes to the same whole year is no violation.
         let wobble = [0.2, 0.3 + 1e-4, 0.4, 0.0, 1.0, 0.0];
         assert_eq!(violations(&s, &q, &X, &wobble), Violations::default());
+    }
+
+    #[test]
+    fn test_wrong_way_category_of_an_ordered_group_is_semi_immutable() {
+        use cent_nostd::schema::Feature;
+        let mut s = Schema::new(2);
+        s.push(Feature::ordinal(0, 3).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        let mut q = s.default_query();
+        let x = [0.0, 1.0, 0.0];
+        let (down, up) = ([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+        let semi = Violations { immutable: false, semi_immutable: true };
+        assert_eq!(violations(&s, &q, &x, &down), semi);
+        assert_eq!(violations(&s, &q, &x, &up), Violations::default());
+        q.mutability[0] = Mutability::DecreaseOnly;
+        assert_eq!(violations(&s, &q, &x, &down), Violations::default());
+        assert_eq!(violations(&s, &q, &x, &up), semi);
+        // Judged on decoded values: the largest column is the category.
+        assert_eq!(violations(&s, &q, &x, &[0.1, 0.2, 0.7]), semi);
     }
 
     #[test]

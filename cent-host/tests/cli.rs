@@ -316,3 +316,117 @@ fn test_schema_source_file_is_relative_to_the_schema() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("bare.toml") && stderr(&o).contains("[[source]]"), "{}", stderr(&o));
 }
+
+/// The toy schema with `level`, an ordered categorical, and `job`, an unordered one.
+const ORDERED_SCHEMA: &str = r#"
+name = "toy"
+
+[[source]]
+file = "toy.csv"
+
+[target]
+column = "y"
+favourable = "good"
+classes = [{ name = "bad", values = ["0"] }, { name = "good", values = ["1"] }]
+
+[[feature]]
+name = "income"
+kind = "continuous"
+
+[[feature]]
+name = "level"
+kind = "categorical"
+ordered = true
+categories = ["low", "mid", "high", "top"]
+
+[[feature]]
+name = "job"
+kind = "categorical"
+categories = ["clerk", "manager", "other"]
+"#;
+
+const LEVELS: [&str; 4] = ["low", "mid", "high", "top"];
+
+/// `good` when income is high or the level is exactly `mid`: from `high` or `top`, the
+/// cheapest flip is a step *down* the order.
+fn ordered_csv(rows: usize) -> String {
+    let mut s = String::from("income,level,job,y\n");
+    for i in 0..rows {
+        let income = (i * 37 % 100) as f64;
+        let level = LEVELS[i * 7 / 3 % 4];
+        let job = ["clerk", "manager", "other"][i * 11 % 3];
+        let y = u8::from(income > 60.0 || level == "mid");
+        s.push_str(&format!("{income},{level},{job},{y}\n"));
+    }
+    s
+}
+
+/// Per counterfactual of a JSON answer (one query or an array): the `level` move as indices
+/// into [`LEVELS`], or `None` when `level` did not change.
+fn level_moves(stdout: &[u8]) -> Vec<Option<(usize, usize)>> {
+    let text = String::from_utf8_lossy(stdout);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let docs = doc.as_array().cloned().unwrap_or_else(|| vec![doc]);
+    let rank = |v: &serde_json::Value| LEVELS.iter().position(|l| v.as_str() == Some(l)).expect("a level name");
+    let mut moves = Vec::new();
+    for d in &docs {
+        for cf in d["explanation"]["counterfactuals"].as_array().into_iter().flatten() {
+            let changes = cf["changes"].as_array().expect("changes");
+            let level = changes.iter().find(|c| c["feature"] == "level");
+            moves.push(level.map(|c| (rank(&c["before"]), rank(&c["after"]))));
+        }
+    }
+    moves
+}
+
+#[test]
+fn test_increase_only_ordered_categorical_never_moves_down() {
+    let d = dir("ordered-increase-only");
+    let s = write(&d, "toy.toml", ORDERED_SCHEMA);
+    let c = write(&d, "toy.csv", &ordered_csv(400));
+    // Forty refused applicants at the two upper levels with a low income.
+    let mut queries = String::from("income,level,job\n");
+    for i in 0..40 {
+        queries.push_str(&format!("{},{},{}\n", 5 + i, LEVELS[2 + i % 2], ["clerk", "other"][i / 2 % 2]));
+    }
+    let q = write(&d, "queries.csv", &queries);
+    let base = ["explain", "--data", c.to_str().unwrap(), "--schema", s.to_str().unwrap()];
+    let run = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--query", q.to_str().unwrap(), "--format", "json"]);
+        args.extend_from_slice(extra);
+        let o = cent(&args, &d.join("cache"));
+        assert!(matches!(o.status.code(), Some(0 | 3)), "exit {:?}: {}", o.status.code(), stderr(&o));
+        level_moves(&o.stdout)
+    };
+    // Unconstrained, stepping down to `mid` is the usual answer: the check below can fail.
+    let free = run(&[]);
+    assert!(free.iter().flatten().any(|(b, a)| a < b), "no downward move without the constraint: {free:?}");
+    let up_only = run(&["--increase-only", "level"]);
+    assert!(up_only.len() >= 20, "too few counterfactuals under --increase-only: {}", up_only.len());
+    for (before, after) in up_only.iter().flatten() {
+        assert!(after >= before, "level moved down: {} -> {}", LEVELS[*before], LEVELS[*after]);
+    }
+}
+
+#[test]
+fn test_increase_only_on_unordered_categorical_is_a_usage_error() {
+    let o =
+        custom("unordered-increase-only", ORDERED_SCHEMA, &ordered_csv(200), &["--row", "0", "--increase-only", "job"]);
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+    assert_fails_with(&o, &["job", "ordered = true"]);
+    let o =
+        custom("unordered-decrease-only", ORDERED_SCHEMA, &ordered_csv(200), &["--row", "0", "--decrease-only", "job"]);
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+    assert_fails_with(&o, &["job", "decrease-only"]);
+}
+
+#[test]
+fn test_direction_on_unordered_categorical_in_schema_names_file_and_fix() {
+    let schema = ORDERED_SCHEMA.replace(
+        "categories = [\"clerk\", \"manager\", \"other\"]",
+        "categories = [\"clerk\", \"manager\", \"other\"]\nmutability = \"increase_only\"",
+    );
+    let o = custom("schema-unordered-direction", &schema, &ordered_csv(50), &[]);
+    assert_fails_with(&o, &["toy.toml", "job", "add `ordered = true` and list the categories in order"]);
+}

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 /// First bytes of every bundle.
 pub const MAGIC: [u8; 4] = *b"CENT";
-/// The format version this build reads and writes.
-pub const VERSION: u16 = 1;
+/// The format version this build reads and writes (2: features carry `ordered`).
+pub const VERSION: u16 = 2;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 14;
 
@@ -81,6 +81,8 @@ pub struct FeatureParts {
     pub max: f32,
     pub sigma: f32,
     pub cost: f32,
+    /// A categorical feature whose categories are in order (see [`Feature::ordered`]).
+    pub ordered: bool,
 }
 
 /// The schema on the wire.
@@ -151,8 +153,16 @@ impl SchemaParts {
                 Mutability::DecreaseOnly => 2,
                 Mutability::Immutable => 3,
             };
-            let p =
-                FeatureParts { kind, width: f.width, mutability, min: f.min, max: f.max, sigma: f.sigma, cost: f.cost };
+            let p = FeatureParts {
+                kind,
+                width: f.width,
+                mutability,
+                min: f.min,
+                max: f.max,
+                sigma: f.sigma,
+                cost: f.cost,
+                ordered: f.ordered,
+            };
             // A schema never holds more than FEATURES features.
             let _ = features.push(p);
         }
@@ -173,7 +183,9 @@ impl SchemaParts {
     /// Rebuilds and validates the schema.
     ///
     /// # Errors
-    /// [`SchemaError`] for any invalid feature, code, transition table or class count.
+    /// [`SchemaError`] for any invalid feature, code, transition table or class count (an
+    /// `ordered` flag on a feature that is not categorical, a one-direction default on an
+    /// unordered categorical feature).
     pub fn to_schema(&self) -> Result<Schema, SchemaError> {
         if self.classes == 0 || self.classes as usize > crate::capacity::CLASSES {
             return Err(SchemaError::Classes);
@@ -191,8 +203,17 @@ impl SchemaParts {
                     .copied()
                     .ok_or(bad)?;
             let col = s.columns() as u8;
-            let f =
-                Feature { kind, col, width: p.width, min: p.min, max: p.max, sigma: p.sigma, cost: p.cost, mutability };
+            let f = Feature {
+                kind,
+                col,
+                width: p.width,
+                min: p.min,
+                max: p.max,
+                sigma: p.sigma,
+                cost: p.cost,
+                mutability,
+                ordered: p.ordered,
+            };
             s.push(f)?;
         }
         if self.transitions.len() != s.columns() {
@@ -522,10 +543,48 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn test_ordered_flag_round_trips_and_is_validated() {
+        let mut schema = Schema::new(2);
+        schema.push(Feature::continuous(0, 0.0, 1.0)).unwrap();
+        schema.push(Feature::ordinal(1, 4).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        schema.push(Feature::categorical(5, 3)).unwrap();
+        let parts = SchemaParts::of(&schema);
+        assert_eq!(parts.features.iter().map(|f| f.ordered).collect::<Vec<_>>(), [false, true, false]);
+        let mut buf = [0u8; 256];
+        let bytes = postcard::to_slice(&parts, &mut buf).unwrap();
+        let decoded: SchemaParts = postcard::from_bytes(bytes).unwrap();
+        let back = decoded.to_schema().unwrap();
+        assert_eq!(back, schema);
+        assert!(back.features()[1].ordered && !back.features()[2].ordered);
+        // The flag on a scalar feature, or a direction on an unordered group, is refused.
+        let mut bad = parts.clone();
+        bad.features[0].ordered = true;
+        assert_eq!(bad.to_schema(), Err(SchemaError::Layout { feature: 0 }));
+        let mut bad = parts.clone();
+        bad.features[1].ordered = false;
+        assert_eq!(bad.to_schema(), Err(SchemaError::Unordered { feature: 1 }));
+        let mut bad = parts;
+        bad.features[2].mutability = 2;
+        assert_eq!(bad.to_schema(), Err(SchemaError::Unordered { feature: 2 }));
+        // Through a whole bundle: the fixture's two columns as one ordered, increase-only group.
+        let fx = Fixture::new();
+        let mut two = Schema::new(2);
+        two.push(Feature::ordinal(0, 2).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        let parts = Parts { schema: SchemaParts::of(&two), ..fx.parts() };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        assert_eq!(bundle.schema, two);
+        assert!(bundle.schema.features()[0].ordered);
+    }
+
+    #[test]
     fn test_version_and_foreign_files() {
         let mut bytes = Fixture::new().bytes();
-        bytes[4] = 2;
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 2 });
+        bytes[4] = 1;
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 1 });
+        bytes[4] = 3;
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 3 });
         assert_eq!(Bundle::from_bytes(b"\x89PNG\r\n\x1a\n0000000000").unwrap_err(), BundleError::Magic);
         assert_eq!(Bundle::from_bytes(b"").unwrap_err(), BundleError::Length);
     }

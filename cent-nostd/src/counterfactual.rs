@@ -2,8 +2,9 @@
 //!
 //! Only the features whose value lies outside the box move: to the nearest boundary plus an
 //! inward margin `|N(0, sigma_j / m)|`, clipped to the box and the feature's range; discrete
-//! values are then put on a whole raw value inside the box and one-hot groups switch to an
-//! allowed category (the lowest-indexed one the box and the transitions allow). Every candidate
+//! values are then put on a whole raw value inside the box and one-hot groups switch to a
+//! category the box, the transitions and the direction allow (an ordered group: the nearest one
+//! in its order, the lower on a tie; an unordered group: the lowest-indexed one). Every candidate
 //! is re-checked: it must land in its leaf and break no constraint ([`check`]).
 
 use crate::capacity::FEATURES;
@@ -108,7 +109,7 @@ pub fn realize<R: Rng + ?Sized>(
     for (j, f) in schema.features().iter().enumerate() {
         let no_value = CounterfactualError::NoValue { feature: j as u8 };
         match f.kind {
-            Kind::Categorical => move_group(f, query, &bounds, x, out).ok_or(no_value)?,
+            Kind::Categorical => move_group(f, query.mutability[j], query, &bounds, x, out).ok_or(no_value)?,
             _ => move_scalar(f, query.margin, &bounds, x, rng, out).ok_or(no_value)?,
         }
     }
@@ -155,22 +156,37 @@ fn move_scalar<R: Rng + ?Sized>(
     Some(())
 }
 
-/// Switches a one-hot group to an allowed category when its current one is outside the box.
-fn move_group(f: &Feature, query: &Query, b: &Bounds, x: &[f32], out: &mut [f32]) -> Option<()> {
+/// Switches a one-hot group to a reachable category when its current one is outside the box.
+fn move_group(f: &Feature, m: Mutability, query: &Query, b: &Bounds, x: &[f32], out: &mut [f32]) -> Option<()> {
     let current = schema::category(f, x)?;
     let allowed = b.categories(f.col as usize, f.width as usize);
     if allowed & (1 << current) != 0 {
         return Some(());
     }
-    let reachable = allowed & query.transitions.get(f.col as usize + current as usize)?;
+    let reachable = allowed & schema::reachable(f, m, &query.transitions, current);
     if reachable == 0 {
         return None;
     }
-    let to = reachable.trailing_zeros() as usize;
+    let to = if f.ordered { nearest(reachable, current) } else { reachable.trailing_zeros() as usize };
     for (k, v) in out.get_mut(f.columns())?.iter_mut().enumerate() {
         *v = if k == to { 1.0 } else { 0.0 };
     }
     Some(())
+}
+
+/// The set bit of `mask` (non-zero, without bit `from`) nearest to bit `from`; the lower on a tie.
+fn nearest(mask: u64, from: u8) -> usize {
+    let from = u32::from(from);
+    let below = mask & 1u64.checked_shl(from).map_or(u64::MAX, |b| b - 1);
+    let above = mask & !below;
+    let down = (below != 0).then(|| 63 - below.leading_zeros());
+    let up = (above != 0).then(|| above.trailing_zeros());
+    match (down, up) {
+        (Some(d), Some(u)) if u - from < from - d => u as usize,
+        (Some(d), _) => d as usize,
+        (None, Some(u)) => u as usize,
+        (None, None) => from as usize,
+    }
 }
 
 /// `|N(0, sd)|` by Box–Muller from 32-bit draws (libm, so every platform gets the same bits).
@@ -234,6 +250,11 @@ fn check_group(f: &Feature, m: Mutability, query: &Query, x: &[f32], x_new: &[f3
     }
     if m == Mutability::Immutable {
         return Some(Rule::Immutable);
+    }
+    // A wrong-way move on an ordered group; any move on an unordered one asked to keep a
+    // direction (which has none).
+    if f.permitted(m, from) & (1 << to) == 0 {
+        return Some(Rule::Direction);
     }
     let mask = query.transitions.get(f.col as usize + from as usize).copied().unwrap_or(0);
     (mask & (1 << to) == 0).then_some(Rule::Transition)
@@ -314,6 +335,58 @@ mod tests {
         q.set_transition(&s, 0, 0, 2, false).unwrap();
         let err = realize(&s, &q, &t, 1, &[1.0, 0.0, 0.0], &mut rng(), &mut out).unwrap_err();
         assert_eq!(err, CounterfactualError::NoValue { feature: 0 });
+    }
+
+    #[test]
+    fn test_ordered_group_moves_to_the_nearest_permitted_category() {
+        let mut s = Schema::new(2);
+        s.push(Feature::ordinal(0, 5)).unwrap();
+        // Left of "col 2 <= 0.5": every category but 2.
+        let bytes = bytes_of(&[Node::Split { col: 2, threshold: 0.5, left: 1, right: 2 }, leaf(1), leaf(0)]);
+        let t = Tree::new(&bytes, 5, 2).unwrap();
+        let x = [0.0, 0.0, 1.0, 0.0, 0.0];
+        let mut out = [0.0; 5];
+        let mut q = s.default_query();
+        realize(&s, &q, &t, 1, &x, &mut rng(), &mut out).unwrap();
+        assert_eq!(out, [0.0, 1.0, 0.0, 0.0, 0.0], "free: 1 and 3 are as near; the lower wins");
+        q.mutability[0] = Mutability::IncreaseOnly;
+        realize(&s, &q, &t, 1, &x, &mut rng(), &mut out).unwrap();
+        assert_eq!(out, [0.0, 0.0, 0.0, 1.0, 0.0]);
+        q.mutability[0] = Mutability::DecreaseOnly;
+        q.set_transition(&s, 0, 2, 1, false).unwrap();
+        realize(&s, &q, &t, 1, &x, &mut rng(), &mut out).unwrap();
+        assert_eq!(out, [1.0, 0.0, 0.0, 0.0, 0.0], "2 -> 1 is forbidden; 0 is the nearest lower one");
+        q.set_transition(&s, 0, 2, 0, false).unwrap();
+        let err = realize(&s, &q, &t, 1, &x, &mut rng(), &mut out).unwrap_err();
+        assert_eq!(err, CounterfactualError::NoValue { feature: 0 });
+    }
+
+    #[test]
+    fn test_check_rejects_wrong_direction_on_groups() {
+        let mut s = Schema::new(2);
+        s.push(Feature::ordinal(0, 3).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        s.push(Feature::categorical(3, 2)).unwrap();
+        let mut q = s.default_query();
+        let x = [0.0, 1.0, 0.0, 1.0, 0.0];
+        let rule = |q: &Query, xn: &[f32]| check(&s, q, &x, xn).map_err(|v| (v.feature, v.rule));
+        assert_eq!(rule(&q, &[0.0, 0.0, 1.0, 1.0, 0.0]), Ok(()));
+        assert_eq!(rule(&q, &[1.0, 0.0, 0.0, 1.0, 0.0]), Err((0, Rule::Direction)));
+        q.mutability[0] = Mutability::DecreaseOnly;
+        assert_eq!(rule(&q, &[1.0, 0.0, 0.0, 1.0, 0.0]), Ok(()));
+        assert_eq!(rule(&q, &[0.0, 0.0, 1.0, 1.0, 0.0]), Err((0, Rule::Direction)));
+        // An unordered group has no direction: under one, every move is a violation.
+        q.mutability[1] = Mutability::IncreaseOnly;
+        assert_eq!(rule(&q, &[0.0, 1.0, 0.0, 0.0, 1.0]), Err((1, Rule::Direction)));
+        assert_eq!(rule(&q, &x), Ok(()));
+    }
+
+    #[test]
+    fn test_nearest_bit() {
+        assert_eq!(nearest(0b1000_0001, 3), 0);
+        assert_eq!(nearest(0b1000_0001, 4), 7);
+        assert_eq!(nearest(0b0010_0010, 3), 1, "a tie goes to the lower");
+        assert_eq!(nearest(1 << 63, 0), 63);
+        assert_eq!(nearest(1, 63), 0);
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! identical on every machine.
 
 use crate::capacity::{COLUMNS, DEPTH, FEATURES};
-use crate::schema::{self, Feature, Kind, Mutability, Query, Schema};
+use crate::schema::{self, Feature, Kind, Mutability, Query, Schema, SchemaError};
 use crate::tree::{Bounds, Node, NodeIdx, Tree};
 use core::fmt;
 
@@ -32,8 +32,9 @@ pub enum GraphError {
     /// The query vector, schema and tree disagree on the number of columns, or `x` has a
     /// non-finite value or a one-hot group without exactly one hot column.
     Input,
-    /// The query's weights are not finite and non-negative.
-    Query,
+    /// The query's weights are not finite and non-negative, or it asks for a direction on an
+    /// unordered categorical feature.
+    Query(SchemaError),
 }
 
 impl fmt::Display for GraphError {
@@ -41,7 +42,7 @@ impl fmt::Display for GraphError {
         match self {
             GraphError::Capacity => write!(f, "tree has more nodes than the graph capacity"),
             GraphError::Input => write!(f, "query vector does not match the schema"),
-            GraphError::Query => write!(f, "query weights must be finite and non-negative"),
+            GraphError::Query(e) => write!(f, "invalid query: {e}"),
         }
     }
 }
@@ -94,7 +95,8 @@ fn scalar_distance(f: &Feature, m: Mutability, x: &[f32], b: &Bounds) -> Option<
 }
 
 /// Distance of `x`'s category to the box on a one-hot group: 0 while still allowed, 1 when `x`
-/// must switch to an allowed category, `None` when no allowed category may be reached.
+/// must switch to an allowed category, `None` when the box holds no category `x` may reach
+/// (the box intersected with the transitions and the permitted direction is empty).
 fn group_distance(
     f: &Feature,
     m: Mutability,
@@ -107,8 +109,8 @@ fn group_distance(
     if allowed & (1 << current) != 0 {
         return Some((0.0, false));
     }
-    let reachable = allowed & transitions.get(f.col as usize + current as usize).copied().unwrap_or(0);
-    (m != Mutability::Immutable && reachable != 0).then_some((1.0, true))
+    let reachable = allowed & schema::reachable(f, m, transitions, current);
+    (reachable != 0).then_some((1.0, true))
 }
 
 /// A whole raw value of a discrete feature inside `(lo, hi]` (encoded units) near `v`, as an
@@ -190,13 +192,14 @@ impl<const N: usize> Graph<N> {
     ///
     /// # Errors
     /// [`GraphError::Capacity`] when the tree has more than `N` nodes; [`GraphError::Input`] when
-    /// `x` does not match the schema; [`GraphError::Query`] for bad weights.
+    /// `x` does not match the schema; [`GraphError::Query`] for bad weights or a one-direction
+    /// constraint on an unordered categorical feature.
     pub fn build(&mut self, tree: &Tree<'_>, schema: &Schema, query: &Query, x: &[f32]) -> Result<(), GraphError> {
         if tree.len() > N {
             return Err(GraphError::Capacity);
         }
         check_input(tree, schema, x)?;
-        query.check(schema).map_err(|_| GraphError::Query)?;
+        query.check(schema).map_err(GraphError::Query)?;
         self.len = tree.len();
         self.edge[..self.len].fill(INFINITE);
         // The root is entered at no feature cost; a leaf root still carries its entropy term.
@@ -412,6 +415,55 @@ mod tests {
     }
 
     #[test]
+    fn test_ordered_group_edges_follow_the_direction() {
+        let mut s = Schema::new(2);
+        s.push(Feature::ordinal(0, 4).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        s.l0 = 0.0;
+        s.entropy = 0.0;
+        // Left of "col 1 <= 0.5" excludes category 1; then "col 0 <= 0.5" splits {0, 2, 3}
+        // into {2, 3} (left) and {0} (right).
+        let bytes = bytes_of(&[
+            Node::Split { col: 1, threshold: 0.5, left: 1, right: 2 },
+            Node::Split { col: 0, threshold: 0.5, left: 3, right: 4 },
+            leaf(0, 0.0),
+            leaf(1, 0.0),
+            leaf(1, 0.0),
+        ]);
+        let t = Tree::new(&bytes, 4, 2).unwrap();
+        let x = [0.0, 1.0, 0.0, 0.0];
+        let mut g: Graph<8> = Graph::new();
+        let mut q = s.default_query();
+        g.build(&t, &s, &q, &x).unwrap();
+        assert_eq!(g.edge(3), 0, "categories 2 and 3 are above 1");
+        assert_eq!(g.edge(4), INFINITE, "category 0 is below 1");
+        q.mutability[0] = Mutability::DecreaseOnly;
+        g.build(&t, &s, &q, &x).unwrap();
+        assert_eq!(g.edge(3), INFINITE);
+        assert_ne!(g.edge(4), INFINITE);
+        // The box {2, 3} stays reachable when only 1 -> 3 is forbidden, not when 1 -> 2 is too.
+        q.mutability[0] = Mutability::IncreaseOnly;
+        q.set_transition(&s, 0, 1, 3, false).unwrap();
+        g.build(&t, &s, &q, &x).unwrap();
+        assert_ne!(g.edge(3), INFINITE);
+        q.set_transition(&s, 0, 1, 2, false).unwrap();
+        g.build(&t, &s, &q, &x).unwrap();
+        assert_eq!(g.edge(3), INFINITE);
+    }
+
+    #[test]
+    fn test_direction_on_unordered_group_is_a_query_error() {
+        let mut s = Schema::new(2);
+        s.push(Feature::categorical(0, 3)).unwrap();
+        let bytes = bytes_of(&[leaf(0, 0.0)]);
+        let t = Tree::new(&bytes, 3, 2).unwrap();
+        let mut q = s.default_query();
+        q.mutability[0] = Mutability::IncreaseOnly;
+        let mut g: Graph<1> = Graph::new();
+        let err = g.build(&t, &s, &q, &[1.0, 0.0, 0.0]).unwrap_err();
+        assert_eq!(err, GraphError::Query(SchemaError::Unordered { feature: 0 }));
+    }
+
+    #[test]
     fn test_integer_box_without_whole_value_is_absent() {
         let mut s = Schema::new(2);
         s.push(Feature::integer(0, 0.0, 10.0)).unwrap();
@@ -440,7 +492,7 @@ mod tests {
         assert_eq!(g.build(&t, &s, &s.default_query(), &[0.0, f32::NAN]), Err(GraphError::Input));
         let mut q = s.default_query();
         q.cost[0] = -1.0;
-        assert_eq!(g.build(&t, &s, &q, &[0.0, 0.0]), Err(GraphError::Query));
+        assert_eq!(g.build(&t, &s, &q, &[0.0, 0.0]), Err(GraphError::Query(SchemaError::Value { feature: 0 })));
         let big = bytes_of(&[Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 }, leaf(0, 0.0), leaf(1, 0.0)]);
         let t = Tree::new(&big, 2, 2).unwrap();
         assert_eq!(g.build(&t, &s, &s.default_query(), &[0.0, 0.0]), Err(GraphError::Capacity));

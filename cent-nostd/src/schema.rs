@@ -3,6 +3,11 @@
 //! Continuous and integer features are min-max scaled to `[0, 1]` (one column); binary features
 //! are one column holding 0 or 1; a categorical feature is a one-hot *group* of columns that is
 //! treated atomically (one logical feature for immutability, cost, l0 and redundancy).
+//!
+//! A group may be *ordered* (its columns are its categories from lowest to highest, as for
+//! education levels); only an ordered group can be increase-only or decrease-only, and then a
+//! move to a lower (higher) category is forbidden. On an unordered group a one-direction
+//! constraint has no meaning: [`Schema::push`] and [`Query::check`] reject it.
 
 use crate::capacity::{COLUMNS, FEATURES};
 use core::fmt;
@@ -17,7 +22,7 @@ pub enum Kind {
     Integer,
     /// 0 or 1.
     Binary,
-    /// One-hot group of `width` columns.
+    /// One-hot group of `width` columns (ordered or not: see [`Feature::ordered`]).
     Categorical,
 }
 
@@ -65,12 +70,25 @@ pub struct Feature {
     pub cost: f32,
     /// Default mutability.
     pub mutability: Mutability,
+    /// A categorical group whose categories (its columns, in order) are ranked from lowest to
+    /// highest, so that increase-only and decrease-only have a meaning. False for other kinds.
+    pub ordered: bool,
 }
 
 impl Feature {
     /// A free continuous feature with raw range `[min, max]`, sigma 0.1 and cost 1.
     pub const fn continuous(col: u8, min: f32, max: f32) -> Self {
-        Feature { kind: Kind::Continuous, col, width: 1, min, max, sigma: 0.1, cost: 1.0, mutability: Mutability::Free }
+        Feature {
+            kind: Kind::Continuous,
+            col,
+            width: 1,
+            min,
+            max,
+            sigma: 0.1,
+            cost: 1.0,
+            mutability: Mutability::Free,
+            ordered: false,
+        }
     }
 
     /// A free integer feature with raw range `[min, max]`.
@@ -88,6 +106,11 @@ impl Feature {
         Feature { kind: Kind::Categorical, width, ..Feature::continuous(col, 0.0, 1.0) }
     }
 
+    /// A free *ordered* categorical feature of `width` one-hot columns, lowest category first.
+    pub const fn ordinal(col: u8, width: u8) -> Self {
+        Feature { ordered: true, ..Feature::categorical(col, width) }
+    }
+
     pub const fn with_mutability(self, mutability: Mutability) -> Self {
         Feature { mutability, ..self }
     }
@@ -103,6 +126,26 @@ impl Feature {
     /// Encoded columns of this feature.
     pub fn columns(&self) -> core::ops::Range<usize> {
         self.col as usize..self.col as usize + self.width as usize
+    }
+
+    /// The categories a one-hot group may hold in a counterfactual of a point in category
+    /// `from`, under mutability `m` (bit `k` for category `k`; `from` itself included): every one
+    /// when free, only `from` when immutable, `from` and above (below) when an ordered group is
+    /// increase-only (decrease-only). An unordered group has no direction, so a one-direction
+    /// constraint on it (which [`Query::check`] rejects) leaves only `from`.
+    pub fn permitted(&self, m: Mutability, from: u8) -> u64 {
+        let all = group_mask(self.width);
+        let own = 1u64.checked_shl(u32::from(from)).unwrap_or(0) & all;
+        if own == 0 {
+            return 0;
+        }
+        let below = own - 1;
+        match (m, self.ordered) {
+            (Mutability::Free, _) => all,
+            (Mutability::IncreaseOnly, true) => all & !below,
+            (Mutability::DecreaseOnly, true) => own | below,
+            (Mutability::Immutable | Mutability::IncreaseOnly | Mutability::DecreaseOnly, _) => own,
+        }
     }
 
     /// True for kinds whose raw value must be a whole number.
@@ -137,6 +180,8 @@ pub enum SchemaError {
     UnknownFeature { feature: u8 },
     /// A category index is out of range.
     UnknownCategory { feature: u8, category: u8 },
+    /// Increase-only or decrease-only on a categorical feature whose categories have no order.
+    Unordered { feature: u8 },
     /// The class count is zero or above the capacity.
     Classes,
 }
@@ -153,6 +198,12 @@ impl fmt::Display for SchemaError {
             SchemaError::UnknownCategory { feature, category } => {
                 write!(f, "feature {feature} has no category {category}")
             }
+            SchemaError::Unordered { feature } => {
+                write!(
+                    f,
+                    "feature {feature} is an unordered categorical: increase-only and decrease-only need ordered categories"
+                )
+            }
             SchemaError::Classes => write!(f, "class count is zero or too large"),
         }
     }
@@ -162,6 +213,11 @@ impl core::error::Error for SchemaError {}
 
 /// All category bits set: every transition allowed.
 const ALL: u64 = u64::MAX;
+
+/// Bits `0..width` set (all 64 for a group of 64 categories).
+fn group_mask(width: u8) -> u64 {
+    1u64.checked_shl(u32::from(width)).map_or(u64::MAX, |b| b - 1)
+}
 
 /// The encoded layout and default constraints of a dataset.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +254,8 @@ impl Schema {
     ///
     /// # Errors
     /// [`SchemaError::Layout`], [`SchemaError::Value`] or [`SchemaError::Capacity`] when the
-    /// feature does not fit.
+    /// feature does not fit; [`SchemaError::Unordered`] for a one-direction default on an
+    /// unordered categorical feature.
     pub fn push(&mut self, feature: Feature) -> Result<(), SchemaError> {
         let index = self.features.len() as u8;
         check_feature(&feature, index, self.columns)?;
@@ -281,7 +338,20 @@ fn check_feature(f: &Feature, index: u8, next_col: u8) -> Result<(), SchemaError
     if f.kind == Kind::Binary && (f.min != 0.0 || f.max != 1.0) {
         return Err(SchemaError::Value { feature: index });
     }
-    Ok(())
+    if f.ordered && f.kind != Kind::Categorical {
+        return Err(layout);
+    }
+    check_direction(f, f.mutability, index)
+}
+
+/// A one-direction constraint needs an order: only ordered categorical groups have one.
+fn check_direction(f: &Feature, m: Mutability, index: u8) -> Result<(), SchemaError> {
+    let one_way = matches!(m, Mutability::IncreaseOnly | Mutability::DecreaseOnly);
+    if f.kind == Kind::Categorical && !f.ordered && one_way {
+        Err(SchemaError::Unordered { feature: index })
+    } else {
+        Ok(())
+    }
 }
 
 fn set_transition(
@@ -344,15 +414,19 @@ impl Query {
         set_transition(schema.features(), &mut self.transitions, feature, from, to, allowed)
     }
 
-    /// Checks that every weight is finite and non-negative.
+    /// Checks that every weight is finite and non-negative and that only ordered categorical
+    /// features are increase-only or decrease-only.
     ///
     /// # Errors
-    /// [`SchemaError::Value`] naming the first bad feature (or `FEATURES` for a global weight).
+    /// [`SchemaError::Value`] naming the first bad feature (or `FEATURES` for a global weight);
+    /// [`SchemaError::Unordered`] naming the first unordered categorical feature with a
+    /// one-direction constraint.
     pub fn check(&self, schema: &Schema) -> Result<(), SchemaError> {
-        for (i, c) in self.cost.iter().take(schema.features().len()).enumerate() {
+        for (i, (c, f)) in self.cost.iter().zip(schema.features()).enumerate() {
             if !c.is_finite() || *c < 0.0 {
                 return Err(SchemaError::Value { feature: i as u8 });
             }
+            check_direction(f, self.mutability[i], i as u8)?;
         }
         let ok = |w: f32| w.is_finite() && w >= 0.0;
         if ok(self.l0) && ok(self.entropy) && self.margin.is_finite() && self.margin > 0.0 {
@@ -361,6 +435,14 @@ impl Query {
             Err(SchemaError::Value { feature: FEATURES as u8 })
         }
     }
+}
+
+/// The categories group `feature` may switch to from category `from` under mutability `m`:
+/// the transitions the query allows (`transitions`, one mask per encoded column) narrowed to
+/// the categories [`Feature::permitted`] lets it take.
+pub fn reachable(feature: &Feature, m: Mutability, transitions: &[u64], from: u8) -> u64 {
+    let mask = transitions.get(feature.col as usize + from as usize).copied().unwrap_or(0);
+    mask & feature.permitted(m, from)
 }
 
 /// The category a one-hot group holds in `x`: the single column above 0.5.
@@ -428,6 +510,49 @@ mod tests {
         assert_eq!(q.mutability[0], Mutability::IncreaseOnly);
         assert_eq!(q.mutability[2], Mutability::Immutable);
         assert!(q.check(&s).is_ok());
+    }
+
+    #[test]
+    fn test_one_direction_needs_an_ordered_group() {
+        let mut s = Schema::new(2);
+        let unordered = Feature::categorical(0, 3).with_mutability(Mutability::IncreaseOnly);
+        assert_eq!(s.push(unordered), Err(SchemaError::Unordered { feature: 0 }));
+        assert_eq!(
+            s.push(Feature::categorical(0, 3).with_mutability(Mutability::DecreaseOnly)),
+            Err(SchemaError::Unordered { feature: 0 })
+        );
+        assert_eq!(s.push(Feature { ordered: true, ..Feature::binary(0) }), Err(SchemaError::Layout { feature: 0 }));
+        s.push(Feature::ordinal(0, 3).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        s.push(Feature::categorical(3, 2)).unwrap();
+        let mut q = s.default_query();
+        assert_eq!(q.check(&s), Ok(()));
+        q.mutability[1] = Mutability::DecreaseOnly;
+        assert_eq!(q.check(&s), Err(SchemaError::Unordered { feature: 1 }));
+        q.mutability[1] = Mutability::Immutable;
+        q.mutability[0] = Mutability::DecreaseOnly;
+        assert_eq!(q.check(&s), Ok(()));
+    }
+
+    #[test]
+    fn test_permitted_categories_follow_the_order() {
+        let ordered = Feature::ordinal(0, 5);
+        assert_eq!(ordered.permitted(Mutability::Free, 2), 0b11111);
+        assert_eq!(ordered.permitted(Mutability::IncreaseOnly, 2), 0b11100);
+        assert_eq!(ordered.permitted(Mutability::DecreaseOnly, 2), 0b00111);
+        assert_eq!(ordered.permitted(Mutability::Immutable, 2), 0b00100);
+        assert_eq!(ordered.permitted(Mutability::IncreaseOnly, 5), 0, "no category 5");
+        let unordered = Feature::categorical(0, 5);
+        assert_eq!(unordered.permitted(Mutability::IncreaseOnly, 2), 0b00100, "no order: no move");
+        let wide = Feature::ordinal(0, 64);
+        assert_eq!(wide.permitted(Mutability::IncreaseOnly, 63), 1 << 63);
+        assert_eq!(wide.permitted(Mutability::DecreaseOnly, 63), u64::MAX);
+        assert_eq!(wide.permitted(Mutability::IncreaseOnly, 0), u64::MAX);
+        let mut s = Schema::new(2);
+        s.push(Feature::ordinal(0, 4)).unwrap();
+        s.set_transition(0, 1, 3, false).unwrap();
+        let t = s.default_query().transitions;
+        assert_eq!(reachable(&s.features()[0], Mutability::IncreaseOnly, &t, 1), 0b0110);
+        assert_eq!(reachable(&s.features()[0], Mutability::DecreaseOnly, &t, 1), 0b0011);
     }
 
     #[test]

@@ -155,9 +155,9 @@ impl<const N: usize> Search<N> {
 pub(crate) mod tests {
     extern crate std;
     use super::*;
-    use crate::counterfactual;
+    use crate::counterfactual::{self, Rule, Violation};
     use crate::graph::box_cost;
-    use crate::schema::{Feature, Kind, Mutability, Schema};
+    use crate::schema::{Feature, Kind, Mutability, Query, Schema, SchemaError};
     use crate::tree::tests::bytes_of;
     use crate::tree::{Bounds, Node, Tree};
     use rand_core::{Rng, SeedableRng};
@@ -172,7 +172,8 @@ pub(crate) mod tests {
         (rng.next_u32() >> 8) as f32 / 16_777_216.0
     }
 
-    /// A random schema of 1..=6 features of every kind and mutability.
+    /// A random schema of 1..=6 features of every kind and mutability; half the categorical
+    /// features are ordered, and every one-direction categorical feature is.
     pub(crate) fn random_schema(rng: &mut Xoshiro128PlusPlus) -> Schema {
         let mut s = Schema::new(2 + below(rng, 2) as u8);
         let n = 1 + below(rng, 6);
@@ -182,7 +183,7 @@ pub(crate) mod tests {
                 0 => Feature::continuous(col, 0.0, 10.0),
                 1 => Feature::integer(col, 0.0, 1.0 + below(rng, 20) as f32),
                 2 => Feature::binary(col),
-                _ => Feature::categorical(col, 2 + below(rng, 4) as u8),
+                _ => Feature { ordered: below(rng, 2) == 0, ..Feature::categorical(col, 2 + below(rng, 4) as u8) },
             };
             let m = [
                 Mutability::Free,
@@ -192,7 +193,11 @@ pub(crate) mod tests {
                 Mutability::Immutable,
             ][below(rng, 5) as usize];
             let f = f.with_mutability(m).with_cost(0.5 + unit(rng)).with_sigma(0.05 + 0.2 * unit(rng));
-            s.push(f).unwrap();
+            // Only an ordered group may keep a direction: the schema refuses the unordered one.
+            if let Err(e) = s.push(f) {
+                assert_eq!(e, SchemaError::Unordered { feature: s.features().len() as u8 });
+                s.push(Feature { ordered: true, ..f }).unwrap();
+            }
         }
         s.l0 = 0.1 * unit(rng);
         s.entropy = 0.1 * unit(rng);
@@ -288,7 +293,7 @@ pub(crate) mod tests {
 
     #[test]
     fn prop_counterfactuals_land_in_box_and_keep_constraints() {
-        let mut produced = 0;
+        let (mut produced, mut one_way_moves) = (0, 0);
         for seed in 0..400 {
             let mut rng = Xoshiro128PlusPlus::seed_from_u64(1000 + seed);
             let s = random_schema(&mut rng);
@@ -315,11 +320,120 @@ pub(crate) mod tests {
                     if f.mutability == Mutability::Immutable {
                         assert!(!changed, "seed {seed}: immutable feature {j} changed");
                     }
+                    if f.kind == Kind::Categorical && changed {
+                        let (from, to) = (hot(&x, f), hot(&out, f));
+                        assert!(direction_ok(f, q.mutability[j], from, to), "seed {seed}: group {j} {from} -> {to}");
+                        one_way_moves += usize::from(f.mutability != Mutability::Free);
+                    }
                 }
                 produced += 1;
             }
         }
         assert!(produced > 1000, "too few candidates exercised: {produced}");
+        assert!(one_way_moves > 50, "too few one-direction category moves exercised: {one_way_moves}");
+    }
+
+    /// The hot column of a one-hot group, by a plain scan.
+    fn hot(x: &[f32], f: &Feature) -> usize {
+        let cols = &x[f.columns()];
+        let hot: Vec<usize> = (0..cols.len()).filter(|&k| cols[k] == 1.0).collect();
+        assert_eq!(hot.len(), 1, "not one-hot: {cols:?}");
+        hot[0]
+    }
+
+    /// Whether a move from category `from` to `to` keeps mutability `m`, by comparing indices.
+    fn direction_ok(f: &Feature, m: Mutability, from: usize, to: usize) -> bool {
+        match m {
+            _ if from == to => true,
+            Mutability::Free => true,
+            Mutability::Immutable => false,
+            Mutability::IncreaseOnly => f.ordered && to > from,
+            Mutability::DecreaseOnly => f.ordered && to < from,
+        }
+    }
+
+    /// Whether the query lets `x`'s group `j` end inside `box` (its current category, or one
+    /// it may move to), by enumerating the categories.
+    fn group_feasible(q: &Query, j: usize, f: &Feature, x: &[f32], b: &Bounds) -> bool {
+        let from = hot(x, f);
+        let in_box = b.categories(f.col as usize, f.width as usize);
+        let allowed = q.transitions[f.col as usize + from];
+        (0..f.width as usize).any(|k| {
+            in_box & (1 << k) != 0
+                && (k == from || (allowed & (1 << k) != 0 && direction_ok(f, q.mutability[j], from, k)))
+        })
+    }
+
+    #[test]
+    fn prop_leaves_needing_a_wrong_way_category_are_unreachable() {
+        let (mut blocked, mut popped_total) = (0, 0);
+        for seed in 0..600 {
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(5000 + seed);
+            let s = random_schema(&mut rng);
+            let bytes = random_tree(&mut rng, &s, 63, 8);
+            let t = Tree::new(&bytes, s.columns(), s.classes()).unwrap();
+            let x = random_point(&mut rng, &s);
+            let q = s.default_query();
+            let mut g: Graph<64> = Graph::new();
+            g.build(&t, &s, &q, &x).unwrap();
+            let mut search: Search<64> = Search::new();
+            search.start(&g).unwrap();
+            let mut popped = Vec::new();
+            while let Some(hit) = search.next_contrast(&g, Target::Not(u8::MAX)).unwrap() {
+                popped.push(hit.leaf);
+            }
+            for leaf in (0..t.len() as u16).filter(|&i| t.node(i).is_some_and(|n| n.is_leaf())) {
+                let b = Bounds::of(&t, leaf);
+                let feasible = s
+                    .features()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.kind == Kind::Categorical)
+                    .all(|(j, f)| group_feasible(&q, j, f, &x, &b));
+                let reached = popped.contains(&leaf);
+                assert!(feasible || !reached, "seed {seed}: leaf {leaf} needs a forbidden category move");
+                blocked += usize::from(!feasible);
+            }
+            popped_total += popped.len();
+        }
+        assert!(blocked > 100 && popped_total > 1000, "too few cases: {blocked} blocked, {popped_total} popped");
+    }
+
+    #[test]
+    fn prop_check_rejects_every_forbidden_category() {
+        let mut rejected = 0;
+        for seed in 0..600 {
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(9000 + seed);
+            let s = random_schema(&mut rng);
+            let x = random_point(&mut rng, &s);
+            let q = s.default_query();
+            for (j, f) in s.features().iter().enumerate().filter(|(_, f)| f.kind == Kind::Categorical) {
+                let from = hot(&x, f);
+                for to in (0..f.width as usize).filter(|&k| k != from) {
+                    let mut xn = x.clone();
+                    xn[f.columns()].fill(0.0);
+                    xn[f.col as usize + to] = 1.0;
+                    let m = q.mutability[j];
+                    let want = if m == Mutability::Immutable {
+                        Some(Rule::Immutable)
+                    } else if !direction_ok(f, m, from, to) {
+                        Some(Rule::Direction)
+                    } else if q.transitions[f.col as usize + from] & (1 << to) == 0 {
+                        Some(Rule::Transition)
+                    } else {
+                        None
+                    };
+                    let got = counterfactual::check(&s, &q, &x, &xn).err();
+                    assert_eq!(
+                        got,
+                        want.map(|rule| Violation { feature: j as u8, rule }),
+                        "seed {seed}: {from} -> {to}"
+                    );
+                    rejected += usize::from(want == Some(Rule::Direction));
+                }
+            }
+        }
+        assert!(rejected > 100, "too few wrong-way moves checked: {rejected}");
     }
 
     #[test]

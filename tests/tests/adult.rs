@@ -4,7 +4,7 @@
 mod common;
 
 use cent_host::blackbox::BlackBox;
-use cent_host::data::Value;
+use cent_host::data::{QueryError, Value};
 use cent_host::explain::{Config, ExplainError, Explainer};
 use cent_nostd::counterfactual;
 use cent_nostd::schema::Mutability;
@@ -180,4 +180,21 @@ fn test_a_model_returning_the_wrong_number_of_probabilities_is_an_error() {
     }
     let err = NotANumber.probabilities(&[0.0]).expect_err("NaN");
     assert!(err.to_string().contains("NaN"), "{err}");
+}
+
+#[test]
+fn test_direction_on_unordered_categorical_is_a_query_error() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let mut query = enc.to_core_schema().default_query();
+    let workclass = enc.feature_index("workclass").unwrap();
+    query.mutability[workclass] = Mutability::IncreaseOnly;
+    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+        .expect("the built-in model labels the pool");
+    match explainer.explain(a.prepared.test.row(0), &query, None) {
+        Err(ExplainError::Query(QueryError::Unordered { feature, direction })) => {
+            assert_eq!((feature.as_str(), direction), ("workclass", "increase-only"));
+        }
+        other => panic!("expected a query error naming workclass, got {other:?}"),
+    }
 }

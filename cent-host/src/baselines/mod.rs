@@ -145,7 +145,8 @@ impl Problem<'_> {
 
     /// Puts feature `j` of `cand` back on the feasible set relative to `x`: immutables copied,
     /// directions and ranges clamped, discrete values rounded to whole raw values, and a one-hot
-    /// group set to its largest column among the categories `x` may move to.
+    /// group set to its largest column among the categories `x` may move to (allowed
+    /// transitions, and on an ordered group the permitted direction).
     fn project_feature(&self, j: usize, x: &[f32], cand: &mut [f32]) {
         let Some(f) = self.schema.feature(j) else { return };
         let m = self.query.mutability[j];
@@ -155,18 +156,18 @@ impl Problem<'_> {
             return;
         }
         match f.kind {
-            Kind::Categorical => self.project_group(f, x, cand),
+            Kind::Categorical => self.project_group(f, m, x, cand),
             _ => cand[f.col as usize] = project_scalar(f, m, x[f.col as usize], cand[f.col as usize]),
         }
     }
 
-    fn project_group(&self, f: &Feature, x: &[f32], cand: &mut [f32]) {
+    fn project_group(&self, f: &Feature, m: Mutability, x: &[f32], cand: &mut [f32]) {
         let cols = f.columns();
         let Some(from) = schema::category(f, x) else {
             cand[cols.clone()].copy_from_slice(&x[cols]);
             return;
         };
-        let mask = self.query.transitions.get(f.col as usize + from as usize).copied().unwrap_or(0);
+        let mask = schema::reachable(f, m, &self.query.transitions, from);
         let allowed = |k: usize| k == from as usize || (k < 64 && mask & (1 << k) != 0);
         let values = &cand[cols.clone()];
         let best = (0..values.len())
@@ -364,6 +365,26 @@ pub(crate) mod tests {
             p.project(&X, &mut up);
             assert!((up[2] - 0.7).abs() < 1e-6, "degree 6.6 rounds to 7: {up:?}");
         });
+    }
+
+    #[test]
+    fn test_project_keeps_an_ordered_group_on_its_direction() {
+        let mut s = Schema::new(2);
+        s.push(Feature::ordinal(0, 4).with_mutability(Mutability::IncreaseOnly)).unwrap();
+        let mut q = s.default_query();
+        let (rows, labels) = (Vec::new(), Vec::new());
+        let x = [0.0, 0.0, 1.0, 0.0];
+        for (m, cand, want) in [
+            (Mutability::IncreaseOnly, [0.9, 0.1, 0.0, 0.3], [0.0, 0.0, 0.0, 1.0]),
+            (Mutability::IncreaseOnly, [0.9, 0.1, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]),
+            (Mutability::DecreaseOnly, [0.2, 0.6, 0.0, 0.9], [0.0, 1.0, 0.0, 0.0]),
+        ] {
+            q.mutability[0] = m;
+            let p = Problem { schema: &s, query: &q, model: &Toy, pool: &rows, pool_labels: &labels };
+            let mut cand = cand.to_vec();
+            p.project(&x, &mut cand);
+            assert_eq!(cand, want, "{m:?}");
+        }
     }
 
     #[test]

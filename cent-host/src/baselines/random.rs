@@ -67,7 +67,7 @@ fn redraw(p: &Problem<'_>, mutable: &[usize], count: usize, x: &[f32], row: &mut
         let Some(f) = p.schema.feature(pick[i]) else { continue };
         let m = p.query.mutability[pick[i]];
         match f.kind {
-            Kind::Categorical => redraw_group(p, f, x, row, rng),
+            Kind::Categorical => redraw_group(p, f, m, x, row, rng),
             _ => row[f.col as usize] = redraw_scalar(f, m, x[f.col as usize], rng),
         }
     }
@@ -84,10 +84,11 @@ fn redraw_scalar(f: &Feature, m: Mutability, from: f32, rng: &mut Sampler) -> f3
     project_scalar(f, m, from, lo + rng.uniform() * (hi - lo))
 }
 
-/// A category drawn uniformly among those `x`'s category may move to (itself excluded).
-fn redraw_group(p: &Problem<'_>, f: &Feature, x: &[f32], row: &mut [f32], rng: &mut Sampler) {
+/// A category drawn uniformly among those `x`'s category may move to (itself excluded): the
+/// allowed transitions, on an ordered group in the permitted direction only.
+fn redraw_group(p: &Problem<'_>, f: &Feature, m: Mutability, x: &[f32], row: &mut [f32], rng: &mut Sampler) {
     let Some(from) = schema::category(f, x) else { return };
-    let mask = p.query.transitions.get(f.col as usize + from as usize).copied().unwrap_or(0);
+    let mask = schema::reachable(f, m, &p.query.transitions, from);
     let options: Vec<usize> =
         (0..f.width as usize).filter(|&k| k != from as usize && k < 64 && mask & (1 << k) != 0).collect();
     if options.is_empty() {
@@ -125,8 +126,25 @@ mod tests {
             let mut rng = Sampler::new(5);
             for _ in 0..50 {
                 let mut row = X.to_vec();
-                redraw_group(p, &f, &X, &mut row, &mut rng);
+                redraw_group(p, &f, Mutability::Free, &X, &mut row, &mut rng);
                 // From b, only c is allowed (b -> a is forbidden).
+                assert_eq!(&row[3..6], &[0.0, 0.0, 1.0]);
+            }
+        });
+    }
+
+    #[test]
+    fn test_redrawn_ordered_groups_keep_their_direction() {
+        with_problem(|p| {
+            let f = Feature::ordinal(3, 3);
+            let mut rng = Sampler::new(9);
+            for _ in 0..50 {
+                let mut row = X.to_vec();
+                redraw_group(p, &f, Mutability::IncreaseOnly, &X, &mut row, &mut rng);
+                // From b (the middle), only c lies above.
+                assert_eq!(&row[3..6], &[0.0, 0.0, 1.0]);
+                redraw_group(p, &f, Mutability::DecreaseOnly, &X, &mut row, &mut rng);
+                // Down from b is a; b -> a is forbidden: nothing to draw, the row is kept.
                 assert_eq!(&row[3..6], &[0.0, 0.0, 1.0]);
             }
         });

@@ -45,10 +45,11 @@ pub struct ExplainArgs {
     /// may appear in only one of --immutable, --increase-only, --decrease-only and --free.
     #[arg(long, value_delimiter = ',')]
     pub immutable: Vec<String>,
-    /// Features that may only increase.
+    /// Features that may only increase: numbers, binary and ordered categorical features
+    /// (a schema's `ordered = true`), e.g. `--increase-only hours-per-week,education`.
     #[arg(long, value_delimiter = ',')]
     pub increase_only: Vec<String>,
-    /// Features that may only decrease.
+    /// Features that may only decrease (numbers, binary and ordered categorical features).
     #[arg(long, value_delimiter = ',')]
     pub decrease_only: Vec<String>,
     /// Features that may change freely (lifts the schema's constraint).
@@ -255,6 +256,8 @@ pub fn build_query(args: &ExplainArgs, a: &Artifacts) -> Result<Query> {
         let (j, w) = enc.parse_cost(spec).map_err(|e| super::usage(format!("--cost {e}")))?;
         q.cost[j] = w;
     }
+    // A direction on an unordered categorical feature is a meaningless request.
+    enc.check_query(&q).map_err(super::usage)?;
     Ok(q)
 }
 

@@ -77,6 +77,23 @@ pub enum LookupError {
     Rejected { feature: String, error: core::SchemaError },
 }
 
+/// Why a query's constraints do not fit the dataset.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    #[error(
+        "feature `{feature}` cannot be {direction}: it is categorical and its categories have no order \
+         (to give them one, add `ordered = true` to the feature in the schema and list the categories in order, lowest first)"
+    )]
+    Unordered { feature: String, direction: &'static str },
+    #[error("feature `{feature}`: {error}")]
+    Feature { feature: String, error: core::SchemaError },
+    #[error("the query's l0 or entropy weight is not finite and non-negative, or its margin not positive")]
+    Weights,
+    #[error("invalid query: {0}")]
+    Invalid(core::SchemaError),
+}
+
 /// How a dataset's rows are encoded; fitted on the training rows.
 #[derive(Debug, Clone)]
 pub struct Encoding {
@@ -361,10 +378,36 @@ impl Encoding {
         Ok(Value::Number(v))
     }
 
+    /// Checks a query's constraints and weights against the dataset: finite, non-negative
+    /// weights, and increase-only or decrease-only only on features with an order (numbers,
+    /// binary and ordered categorical features).
+    ///
+    /// # Errors
+    /// [`QueryError::Unordered`] naming the first unordered categorical feature given a
+    /// direction; [`QueryError::Feature`] or [`QueryError::Weights`] for a bad weight.
+    pub fn check_query(&self, query: &core::Query) -> Result<(), QueryError> {
+        let name = |j: u8| self.attributes.get(j as usize).map(|a| a.name.clone());
+        query.check(&self.core).map_err(|error| match error {
+            core::SchemaError::Unordered { feature } => QueryError::Unordered {
+                feature: name(feature).unwrap_or_default(),
+                direction: match query.mutability.get(feature as usize) {
+                    Some(core::Mutability::DecreaseOnly) => "decrease-only",
+                    _ => "increase-only",
+                },
+            },
+            core::SchemaError::Value { feature } => match name(feature) {
+                Some(feature) => QueryError::Feature { feature, error },
+                None => QueryError::Weights,
+            },
+            other => QueryError::Invalid(other),
+        })
+    }
+
     /// Overrides the default mutability of a feature (`--immutable`, `--increase-only`).
     ///
     /// # Errors
-    /// [`LookupError::Index`] for a feature out of range.
+    /// [`LookupError::Index`] for a feature out of range; [`LookupError::Rejected`] for a
+    /// direction on an unordered categorical feature.
     pub fn set_mutability(&mut self, feature: usize, mutability: core::Mutability) -> Result<(), LookupError> {
         self.attribute(feature)?;
         self.attributes[feature].mutability = mutability;
@@ -445,7 +488,9 @@ fn layout(table: &Table, rows: &[usize]) -> Vec<core::Feature> {
     for (j, a) in table.attributes().iter().enumerate() {
         let f = match a.kind {
             core::Kind::Binary => core::Feature::binary(col),
-            core::Kind::Categorical => core::Feature::categorical(col, width(a) as u8),
+            core::Kind::Categorical => {
+                core::Feature { ordered: a.ordered, ..core::Feature::categorical(col, width(a) as u8) }
+            }
             kind => {
                 let (min, max) = a.range.unwrap_or_else(|| min_max(table, rows, j));
                 core::Feature { kind, ..core::Feature::continuous(col, min as f32, max as f32) }
@@ -653,6 +698,32 @@ kind = "continuous"
         assert!(matches!(e.parse_cost("income=-1"), Err(LookupError::BadCost { .. })));
         assert!(matches!(e.parse_cost("income"), Err(LookupError::BadCost { .. })));
         assert!(matches!(e.parse_cost("wage=1"), Err(LookupError::UnknownFeature { .. })));
+    }
+
+    #[test]
+    fn test_direction_needs_an_ordered_group() {
+        let (_, mut e) = fitted();
+        assert!(!e.feature(1).unwrap().ordered);
+        let mut q = e.to_core_schema().default_query();
+        assert!(e.check_query(&q).is_ok());
+        q.mutability[1] = core::Mutability::DecreaseOnly;
+        let err = e.check_query(&q).unwrap_err();
+        assert!(matches!(&err, QueryError::Unordered { feature, direction: "decrease-only" } if feature == "job"));
+        assert!(err.to_string().contains("add `ordered = true`"), "{err}");
+        q.mutability[1] = core::Mutability::Free;
+        q.cost[3] = f32::NAN;
+        assert!(matches!(e.check_query(&q), Err(QueryError::Feature { feature, .. }) if feature == "income"));
+        let rejected = e.set_mutability(1, core::Mutability::IncreaseOnly).unwrap_err();
+        assert!(matches!(rejected, LookupError::Rejected { ref feature, .. } if feature == "job"), "{rejected}");
+        // Declared ordered, the group reaches the core ordered and may keep a direction.
+        let text = SCHEMA.replace("cost = 2.0", "cost = 2.0\nordered = true\ncategories = [\"a\", \"b\", \"c\"]");
+        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
+        let input = Input { name: "toy.csv".into(), bytes: CSV.as_bytes().to_vec(), skip_lines: 0 };
+        let t = Table::read(&schema, &[input]).unwrap();
+        let mut e = Encoding::fit(&t, &[0, 1, 2]).unwrap();
+        assert!(e.feature(1).unwrap().ordered);
+        e.set_mutability(1, core::Mutability::IncreaseOnly).unwrap();
+        assert!(e.check_query(&e.to_core_schema().default_query()).is_ok());
     }
 
     #[test]

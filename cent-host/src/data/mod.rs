@@ -23,7 +23,7 @@ pub mod schema;
 pub mod split;
 pub mod table;
 
-pub use encoding::{EncodeError, Encoding, LookupError, Matrix};
+pub use encoding::{EncodeError, Encoding, LookupError, Matrix, QueryError};
 pub use fetch::{FetchError, fetch};
 pub use schema::{Schema, SchemaError};
 pub use split::{Split, TEST_FRACTION, split};

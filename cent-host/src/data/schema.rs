@@ -223,6 +223,10 @@ pub struct FeatureSpec {
     /// Fixed categories in encoding order (default: the data's, sorted). A binary feature has
     /// two: the first encodes as 0.
     pub categories: Option<Vec<String>>,
+    /// A categorical feature whose `categories` are listed from lowest to highest (education
+    /// levels): it may then be `increase_only` or `decrease_only`.
+    #[serde(default)]
+    pub ordered: bool,
     /// Raw value replacements applied before parsing (category merges, code renames).
     #[serde(default)]
     pub map: BTreeMap<String, String>,
@@ -392,8 +396,16 @@ impl Schema {
         if f.kind != Kind::Categorical && (f.one_hot.is_some() || !f.forbid.is_empty() || !f.allow.is_empty()) {
             return err("one_hot, forbid and allow apply to categorical features only");
         }
-        if f.kind == Kind::Categorical && matches!(f.mutability, Mutability::IncreaseOnly | Mutability::DecreaseOnly) {
-            return err("a categorical feature has no order: use forbid/allow instead of increase_only/decrease_only");
+        if f.ordered && f.kind != Kind::Categorical {
+            return err("ordered applies to categorical features only");
+        }
+        if f.ordered && f.categories.is_none() {
+            return err("ordered = true needs the order: list `categories` from lowest to highest");
+        }
+        let one_way = matches!(f.mutability, Mutability::IncreaseOnly | Mutability::DecreaseOnly);
+        if f.kind == Kind::Categorical && !f.ordered && one_way {
+            return err("increase_only and decrease_only need ordered categories: add `ordered = true` and list \
+                 the categories in order (lowest first), or use forbid/allow for an unordered feature");
         }
         if f.one_hot.is_some() && (f.column.is_some() || f.index.is_some()) {
             return err("one_hot replaces column and index");
@@ -553,6 +565,37 @@ kind = "continuous"
         assert!(invalid_problem(&twice).contains("twice"));
         let dropped = MINIMAL.replace("name = \"toy\"", "name = \"toy\"\ndropped = [\"x\"]");
         assert!(invalid_problem(&dropped).contains("also used"));
+    }
+
+    #[test]
+    fn test_ordered_categorical_may_keep_a_direction() {
+        let ordered = MINIMAL.replace(
+            "kind = \"continuous\"",
+            "kind = \"categorical\"\nordered = true\ncategories = [\"low\", \"mid\", \"high\"]\nmutability = \"increase_only\"",
+        );
+        let s = Schema::from_toml(&ordered, "toy.toml").unwrap();
+        assert!(s.features[0].ordered);
+        assert_eq!(s.features[0].mutability, Mutability::IncreaseOnly);
+        let down = ordered.replace("increase_only", "decrease_only");
+        assert!(Schema::from_toml(&down, "toy.toml").is_ok());
+    }
+
+    #[test]
+    fn test_direction_on_unordered_categorical_names_file_feature_and_fix() {
+        let text = MINIMAL.replace("kind = \"continuous\"", "kind = \"categorical\"\nmutability = \"increase_only\"");
+        let err = Schema::from_toml(&text, "data/schemas/toy.toml").unwrap_err().to_string();
+        assert!(err.starts_with("data/schemas/toy.toml: feature `x`: "), "{err}");
+        assert!(err.contains("add `ordered = true` and list the categories in order"), "{err}");
+        let down = text.replace("increase_only", "decrease_only");
+        assert!(invalid_problem(&down).contains("ordered = true"));
+    }
+
+    #[test]
+    fn test_ordered_needs_categories_and_a_categorical() {
+        let bare = MINIMAL.replace("kind = \"continuous\"", "kind = \"categorical\"\nordered = true");
+        assert!(invalid_problem(&bare).contains("list `categories` from lowest to highest"));
+        let scalar = MINIMAL.replace("kind = \"continuous\"", "kind = \"integer\"\nordered = true");
+        assert!(invalid_problem(&scalar).contains("categorical features only"));
     }
 
     #[test]

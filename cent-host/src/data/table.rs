@@ -29,6 +29,8 @@ pub struct Attribute {
     pub categories: Vec<String>,
     /// Category moves set by the schema, applied in order: `(from, to, allowed)`.
     pub transitions: Vec<(usize, usize, bool)>,
+    /// A categorical feature whose categories are in order (lowest first).
+    pub ordered: bool,
 }
 
 /// What happened to the data rows while loading.
@@ -637,6 +639,7 @@ fn attribute(schema: &Schema, spec: &FeatureSpec, categories: Vec<String>) -> Re
         range: spec.range.map(|[a, b]| (a, b)),
         categories,
         transitions,
+        ordered: spec.ordered,
     })
 }
 
