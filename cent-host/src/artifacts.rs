@@ -50,9 +50,7 @@ pub enum ArtifactError {
     Schema(#[from] data::SchemaError),
     #[error(transparent)]
     Load(#[from] data::LoadError),
-    #[error(
-        "{dataset}: all {rows} rows hold the class `{class}`; a classifier needs rows of at least two classes"
-    )]
+    #[error("{dataset}: all {rows} rows hold the class `{class}`; a classifier needs rows of at least two classes")]
     OneClass { dataset: String, class: String, rows: usize },
     #[error("training the {what}: {message}")]
     Train { what: String, message: String },
