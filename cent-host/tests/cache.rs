@@ -1,6 +1,9 @@
 //! The model cache through `cent train`: a cached model is used only for exactly the data,
 //! schema and options that built it, and every run says whether it loaded or trained, and why.
 
+mod common;
+
+use common::{SCHEMA, stdout, toy_csv};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -10,47 +13,6 @@ fn dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-const SCHEMA: &str = r#"
-name = "toy"
-
-[[source]]
-file = "toy.csv"
-
-[csv]
-header = true
-
-[target]
-column = "y"
-favourable = "good"
-classes = [{ name = "bad", values = ["0"] }, { name = "good", values = ["1"] }]
-
-[[feature]]
-name = "income"
-kind = "continuous"
-
-[[feature]]
-name = "age"
-kind = "integer"
-
-[[feature]]
-name = "job"
-kind = "categorical"
-categories = ["clerk", "manager", "other"]
-"#;
-
-/// A learnable toy table: `good` when income is high or the job is manager.
-fn toy_csv(rows: usize) -> String {
-    let mut s = String::from("income,age,job,y\n");
-    let jobs = ["clerk", "manager", "other"];
-    for i in 0..rows {
-        let income = (i * 37 % 100) as f64;
-        let job = jobs[i * 7 % 3];
-        let y = u8::from(income > 60.0 || job == "manager");
-        s.push_str(&format!("{income},{},{job},{y}\n", 20 + i % 50));
-    }
-    s
 }
 
 /// The same rows with every label flipped.
@@ -81,10 +43,6 @@ fn train(d: &Path, csv: &str, schema: &str, cache: &Path) -> Output {
         .expect("the cent binary runs");
     assert!(o.status.success(), "cent train failed: {}", String::from_utf8_lossy(&o.stderr));
     o
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The line of `cent train`'s output about `artifact` (`lr model`, `VAE`).
