@@ -121,6 +121,11 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
     let config =
         Config { k: args.k, max_search: args.max_search, n: args.n, seed: args.data.seed, ..Config::default() };
     let model = a.black_box(args.data.onnx.as_deref())?;
+    if let Some(path) = args.data.onnx.as_deref() {
+        // The built-in model was judged at load; a user's model is judged here, on the same rows.
+        let scores = cent_host::blackbox::scores(model.as_ref(), &a.prepared.test.data, &a.prepared.test_labels)?;
+        super::warn_dominant(&format!("the ONNX model {}", path.display()), &scores, &a);
+    }
     let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config)?;
     let (mut errors, mut not_found) = (0, 0);
     let mut json = Vec::new();
