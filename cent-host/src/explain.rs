@@ -37,11 +37,17 @@ pub struct Config {
     /// Share of the neighbours held out to measure the surrogate's fidelity.
     pub holdout: f64,
     pub seed: u64,
+    /// Times the neighbourhood is widened (`k` × 4 each time, while the pool has more to give)
+    /// when no candidate is confirmed; 0 gives up after the first neighbourhood.
+    pub widen: u8,
 }
+
+/// The factor by which each widening multiplies the neighbour count.
+pub const WIDEN_FACTOR: usize = 4;
 
 impl Default for Config {
     fn default() -> Self {
-        Config { k: 1000, max_search: 50, n: 3, tree: TreeParams::default(), holdout: 0.2, seed: 7 }
+        Config { k: 1000, max_search: 50, n: 3, tree: TreeParams::default(), holdout: 0.2, seed: 7, widen: 2 }
     }
 }
 
@@ -241,10 +247,43 @@ impl<'a> Explainer<'a> {
             Some(d) => Target::Class(d as u8),
             None => Target::Not(fact as u8),
         };
-        let (surrogate, fidelity, neighbours) = self.fit_surrogate(x, query, fact, &target_classes)?;
+        let fact_out = ClassOut { index: fact, name: self.class_name(fact), probability: proba[fact] };
+        // The first neighbourhood, then wider ones while nothing is confirmed and the pool still
+        // has more neighbours to give (the target classes' and the fact's sizes bound `k / 2`).
+        let available = target_classes.iter().map(|&c| self.pool.class_size(c)).sum::<usize>();
+        let mut k = self.config.k;
+        let mut widenings = 0;
+        loop {
+            match self.explain_with(x, query, fact_out.clone(), desired, target, &target_classes, k) {
+                Err(ExplainError::NotFound(reason))
+                    if reason != Reason::NoContrastNeighbours
+                        && widenings < self.config.widen
+                        && k / 2 < available.max(self.pool.class_size(fact)) =>
+                {
+                    k = k.saturating_mul(WIDEN_FACTOR);
+                    widenings += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// One attempt of [`Explainer::explain`] with `k` neighbours.
+    #[allow(clippy::too_many_arguments)] // The query's resolved setting, passed once per attempt.
+    fn explain_with(
+        &self,
+        x: &[f32],
+        query: &Query,
+        fact: ClassOut,
+        desired: Option<usize>,
+        target: Target,
+        target_classes: &[usize],
+        k: usize,
+    ) -> Result<Explanation, ExplainError> {
+        let (surrogate, fidelity, neighbours) = self.fit_surrogate(x, query, fact.index, target_classes, k)?;
         let tree = surrogate.tree();
         let mut out = Explanation {
-            fact: ClassOut { index: fact, name: self.class_name(fact), probability: proba[fact] },
+            fact,
             desired: desired.map(|d| self.class_name(d)),
             counterfactuals: Vec::new(),
             fidelity,
@@ -290,9 +329,10 @@ impl<'a> Explainer<'a> {
         query: &Query,
         fact: usize,
         targets: &[usize],
+        k: usize,
     ) -> Result<(Surrogate, f64, usize), ExplainError> {
         let z = self.encoder.forward(x);
-        let half = (self.config.k / 2).max(1);
+        let half = (k / 2).max(1);
         let contrast = self.pool.nearest_in(&z, targets, half);
         if contrast.is_empty() {
             return Err(ExplainError::NotFound(Reason::NoContrastNeighbours));

@@ -198,3 +198,35 @@ fn test_direction_on_unordered_categorical_is_a_query_error() {
         other => panic!("expected a query error naming workclass, got {other:?}"),
     }
 }
+
+/// When no candidate of the first neighbourhood is confirmed, wider ones are tried (k × 4, up
+/// to `widen` times) before "not found": queries that fail with a small k are answered, from a
+/// larger neighbourhood, and every answer still flips the model and passes the core's check.
+#[test]
+fn test_widening_the_neighbourhood_recovers_unconfirmed_queries() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let query = enc.to_core_schema().default_query();
+    let narrow = Config { k: 16, widen: 0, ..Config::default() };
+    let wide = Config { widen: 2, ..narrow };
+    let explain = |config: Config| Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, config);
+    let (narrow, wide) = (explain(narrow).expect("labels"), explain(wide).expect("labels"));
+    let (mut recovered, mut lost) = (0, 0);
+    for row in 0..60 {
+        let x = a.prepared.test.row(row);
+        match (narrow.explain(x, &query, None), wide.explain(x, &query, None)) {
+            (Err(ExplainError::NotFound(_)), Ok(e)) => {
+                recovered += 1;
+                assert!(e.neighbours > 16, "row {row}: answered from {} neighbours", e.neighbours);
+                for cf in &e.counterfactuals {
+                    assert_ne!(a.model.classify(&cf.encoded)[0], e.fact.index, "row {row}: not flipped");
+                    assert!(counterfactual::check(&enc.to_core_schema(), &query, x, &cf.encoded).is_ok());
+                }
+            }
+            (Ok(_), Err(_)) => lost += 1,
+            _ => {}
+        }
+    }
+    assert!(recovered > 0, "no query needed a wider neighbourhood");
+    assert_eq!(lost, 0, "widening must not lose an answer the first neighbourhood gives");
+}

@@ -41,6 +41,10 @@ pub struct ExplainArgs {
     /// Contrast leaves turned into candidates at most (at least 1).
     #[arg(long, default_value_t = 50)]
     pub max_search: usize,
+    /// When the model confirms no candidate, widen the neighbourhood (k × 4) up to this many
+    /// times before answering "not found" (0: never).
+    #[arg(long, default_value_t = 2)]
+    pub widen: u8,
     /// Features that must not change (comma-separated names), on top of the schema's. A feature
     /// may appear in only one of --immutable, --increase-only, --decrease-only and --free.
     #[arg(long, value_delimiter = ',')]
@@ -118,8 +122,14 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
     let q = build_query(args, &a)?;
     let desired = args.desired.as_deref().map(|d| class_index(enc, d)).transpose()?;
     let queries = queries(args, &a)?;
-    let config =
-        Config { k: args.k, max_search: args.max_search, n: args.n, seed: args.data.seed, ..Config::default() };
+    let config = Config {
+        k: args.k,
+        max_search: args.max_search,
+        n: args.n,
+        seed: args.data.seed,
+        widen: args.widen,
+        ..Config::default()
+    };
     let model = a.black_box(args.data.onnx.as_deref())?;
     if let Some(path) = args.data.onnx.as_deref() {
         // The built-in model was judged at load; a user's model is judged here, on the same rows.
