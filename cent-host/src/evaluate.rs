@@ -132,6 +132,8 @@ pub struct Summary {
     /// Share of found counterfactuals failing the core's full constraint check.
     pub infeasible_rate: f64,
     pub ynn: f64,
+    /// Median over found counterfactuals of the model's probability of the target class.
+    pub target_probability_median: f64,
     /// Latency over all factuals, milliseconds.
     pub latency_ms_mean: f64,
     pub latency_ms_median: f64,
@@ -323,6 +325,11 @@ pub fn summarize(method: MethodKind, rows: &[Row]) -> Summary {
         semi_immutable_violation_rate: share(&|m| m.violations.semi_immutable),
         infeasible_rate: share(&|m| !m.feasible),
         ynn: mean_of(&|m| m.ynn),
+        target_probability_median: {
+            let mut p: Vec<f64> = found.iter().map(|m| m.target_probability).collect();
+            p.sort_by(f64::total_cmp);
+            median(&p)
+        },
         latency_ms_mean: mean(latency.iter().copied()),
         latency_ms_median: median(&latency),
         latency_ms_max: latency.last().copied().unwrap_or(0.0),
@@ -362,6 +369,7 @@ mod tests {
             violations: Violations { immutable, semi_immutable: false },
             feasible: !immutable,
             ynn: 0.8,
+            target_probability: 0.7,
         }
     }
 

@@ -212,6 +212,9 @@ pub struct Measures {
     /// The constraint re-check of the core (`cent_nostd::counterfactual::check`) passes.
     pub feasible: bool,
     pub ynn: f64,
+    /// The model's probability of the target class for `x'` (how far past the decision
+    /// boundary the counterfactual lies).
+    pub target_probability: f64,
 }
 
 /// What [`measure`] needs besides `x`, `x'` and the target.
@@ -246,6 +249,7 @@ pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Re
         violations: violations(judge.schema, judge.query, x, x_new),
         feasible: counterfactual::check(judge.schema, judge.query, x, x_new).is_ok(),
         ynn: judge.reference.ynn(x_new, target, YNN_K),
+        target_probability: judge.model.probabilities(x_new)?.get(target).map_or(0.0, |&p| f64::from(p)),
     })
 }
 
@@ -385,6 +389,7 @@ mod tests {
         let m = measure(&judge, &X, &x_new, 1).expect("runs");
         assert!(m.flipped && m.feasible);
         assert_eq!((m.l0, m.redundancy), (1, 0));
+        assert!((m.target_probability - 1.0).abs() < EPS, "the threshold model gives class 1 probability 1");
         assert!((m.l1 - 0.5).abs() < EPS && (m.latent - 0.5).abs() < EPS && m.ynn.abs() < EPS);
         let immutable_moved = [0.7, 0.5, 0.4, 0.0, 1.0, 0.0];
         assert!(!measure(&judge, &X, &immutable_moved, 1).expect("runs").feasible);

@@ -156,6 +156,7 @@ mod tests {
                     violations: Violations::default(),
                     feasible: true,
                     ynn: 1.0,
+                    target_probability: 0.6,
                 }),
                 fidelity: None,
                 reason: None,

@@ -77,15 +77,15 @@ pub fn missed_goals(s: &Summary, dataset: &str, model: &str) -> Vec<String> {
 /// A markdown table of method summaries.
 pub fn summary_table(results: &[MethodResult]) -> String {
     let mut out = String::from(
-        "| method | found | flip rate | l0 | l1 | l2 | linf | latent | redundancy | immutable viol. | semi-immutable viol. | yNN | latency ms (mean / median) | fidelity |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| method | found | flip rate | l0 | l1 | l2 | linf | latent | redundancy | immutable viol. | semi-immutable viol. | yNN | p(target) median | latency ms (mean / median) | fidelity |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in results {
         let s = &r.summary;
         let fidelity = s.fidelity.map_or_else(|| "–".to_string(), |f| format!("{f:.3}"));
         let _ = writeln!(
             out,
-            "| {} | {}/{} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} / {:.1} | {} |",
+            "| {} | {}/{} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} / {:.1} | {} |",
             s.method.name(),
             s.found,
             s.factuals,
@@ -99,6 +99,7 @@ pub fn summary_table(results: &[MethodResult]) -> String {
             s.immutable_violation_rate,
             s.semi_immutable_violation_rate,
             s.ynn,
+            s.target_probability_median,
             s.latency_ms_mean,
             s.latency_ms_median,
             fidelity
@@ -110,8 +111,8 @@ pub fn summary_table(results: &[MethodResult]) -> String {
 /// The headline table: CEnt on every pair, against the quality goals and the paper.
 fn headline(pairs: &[PairReport]) -> String {
     let mut out = String::from(
-        "| dataset | model | test acc. (balanced) | flip rate | l0 | l1 | yNN | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | goals missed |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| dataset | model | test acc. (balanced) | flip rate | l0 | l1 | yNN | p(target) median | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | goals missed |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for p in pairs {
         let Some(r) = p.results.iter().find(|r| r.summary.method == MethodKind::Cent) else { continue };
@@ -122,7 +123,7 @@ fn headline(pairs: &[PairReport]) -> String {
         let missed = if missed.is_empty() { "none".to_string() } else { missed.join("; ") };
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} ({:.3}) | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {missed} |",
+            "| {} | {} | {:.3} ({:.3}) | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {missed} |",
             p.dataset,
             p.model,
             p.accuracy,
@@ -131,6 +132,7 @@ fn headline(pairs: &[PairReport]) -> String {
             s.l0,
             s.l1,
             s.ynn,
+            s.target_probability_median,
             s.redundancy,
             s.immutable_violation_rate,
             s.semi_immutable_violation_rate,
@@ -196,11 +198,11 @@ assigns to the target class.\n\
 - **latency**: wall time of one method call for one factual; training and encoding the pool are excluded.\n\
 - **fidelity** (CEnt only): accuracy of the local surrogate tree against the model on held-out latent neighbours \
 (20 %), mean over factuals.\n\
-- Distances, redundancy, violation rates, yNN and fidelity are means over the found counterfactuals.\n";
+- Distances, redundancy, violation rates, yNN and fidelity are means over the found counterfactuals; p(target) is the median over them of the model's probability of the target class.\n";
 
 /// Header of [`csv_rows`].
 pub const CSV_HEADER: &str = "dataset,model,method,test_row,fact_class,target_class,found,flipped,latency_ms,l0,l1,l2,\
-linf,latent,redundancy,immutable_violation,semi_immutable_violation,feasible,ynn,fidelity,reason";
+linf,latent,redundancy,immutable_violation,semi_immutable_violation,feasible,ynn,target_probability,fidelity,reason";
 
 /// One CSV line per factual (no header); absent values are empty fields.
 pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) -> String {
@@ -212,7 +214,7 @@ pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) ->
         let reason = r.reason.as_deref().unwrap_or("").replace('"', "'");
         let _ = writeln!(
             out,
-            "{dataset},{model},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},\"{reason}\"",
+            "{dataset},{model},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},\"{reason}\"",
             method.name(),
             r.test_row,
             r.fact_class,
@@ -230,6 +232,7 @@ pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) ->
             flag(m.map(|m| m.violations.semi_immutable)),
             flag(m.map(|m| m.feasible)),
             num(m.map(|m| m.ynn)),
+            num(m.map(|m| m.target_probability)),
             num(r.fidelity),
         );
     }
@@ -254,6 +257,7 @@ mod tests {
             violations: Violations::default(),
             feasible: true,
             ynn: 1.0,
+            target_probability: 0.9,
         };
         Row {
             test_row: 4,
