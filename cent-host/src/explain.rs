@@ -40,6 +40,13 @@ pub struct Config {
     /// Times the neighbourhood is widened (`k` × 4 each time, while the pool has more to give)
     /// when no candidate is confirmed; 0 gives up after the first neighbourhood.
     pub widen: u8,
+    /// Weight of plausibility against path cost when a contrast leaf becomes a point, in
+    /// `0..=1`: 0 keeps only the point just inside the leaf's boundary; higher values also try
+    /// points drawn towards the leaf's own target-class neighbours and prefer those.
+    pub plausibility: f32,
+    /// The model's probability of the target class a counterfactual needs to count, in
+    /// `0..=1`; at most the plain majority is asked for when it is lower than `1 / classes`.
+    pub min_probability: f32,
 }
 
 /// The factor by which each widening multiplies the neighbour count.
@@ -47,7 +54,17 @@ pub const WIDEN_FACTOR: usize = 4;
 
 impl Default for Config {
     fn default() -> Self {
-        Config { k: 1000, max_search: 50, n: 3, tree: TreeParams::default(), holdout: 0.2, seed: 7, widen: 2 }
+        Config {
+            k: 1000,
+            max_search: 50,
+            n: 3,
+            tree: TreeParams::default(),
+            holdout: 0.2,
+            seed: 7,
+            widen: 2,
+            plausibility: 0.0,
+            min_probability: 0.0,
+        }
     }
 }
 
