@@ -274,7 +274,7 @@ impl<'a> Bench<'a> {
         })?;
         let best = e.counterfactuals.into_iter().next().ok_or(NotFound::Budget)?;
         let found = p.verify(x, best.encoded, target)?;
-        Ok(Found { fidelity: Some(e.fidelity), ..found })
+        Ok(Found { fidelity: Some(e.fidelity).filter(|f| f.is_finite()), ..found })
     }
 }
 

@@ -62,8 +62,8 @@ impl Default for Config {
             holdout: 0.2,
             seed: 7,
             widen: 2,
-            plausibility: 0.0,
-            min_probability: 0.0,
+            plausibility: 0.5,
+            min_probability: 0.6,
         }
     }
 }
@@ -80,6 +80,9 @@ pub enum Reason {
     Blocked,
     /// Candidates were built but the black box confirmed none of them.
     NotConfirmed,
+    /// No point of the pool in a target class, moved onto what the constraints let the query
+    /// reach, is confirmed by the model: nothing in the data shows a way.
+    NoFeasibleTargetPoint,
 }
 
 impl std::fmt::Display for Reason {
@@ -89,6 +92,10 @@ impl std::fmt::Display for Reason {
             Reason::NoReachableContrastLeaf => "every region of the target class needs a change the constraints forbid",
             Reason::Blocked => "the reachable target regions leave no feasible value for some feature",
             Reason::NotConfirmed => "the model confirmed none of the candidate changes",
+            Reason::NoFeasibleTargetPoint => {
+                "no person of the target class in the data can be reached under these constraints \
+                 with the required probability"
+            }
         })
     }
 }
@@ -132,6 +139,24 @@ pub struct Change {
     pub after: String,
 }
 
+/// How a contrast leaf became the reported point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Realization {
+    /// Just inside the leaf's boundary, at one margin of [`MARGIN_LADDER`].
+    Boundary,
+    /// Halfway from the boundary point to the leaf's nearest neighbour of the target class, on
+    /// the features the leaf requires.
+    Between,
+    /// The features the leaf requires take the values of the leaf's nearest neighbour of the
+    /// target class: a person in the data has them.
+    Exemplar,
+    /// No contrast leaf gave a confirmed point: a pool point of the target class, moved onto
+    /// what the constraints let the query reach, with every change the model does not need
+    /// set back to the query's value. It has no surrogate region.
+    Nearest,
+}
+
 /// One verified counterfactual.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Counterfactual {
@@ -143,6 +168,13 @@ pub struct Counterfactual {
     pub cost: f64,
     /// Number of changed logical features.
     pub l0: usize,
+    /// How the leaf became this point.
+    pub realization: Realization,
+    /// Share of the counterfactual's nearest pool points in the VAE's latent space
+    /// ([`AGREEMENT_K`]) that the model assigns to a target class; computed when
+    /// [`Config::plausibility`] is above 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f32>,
     /// The surrogate leaf's region, in decoded units.
     pub rules: Vec<String>,
     pub changes: Vec<Change>,
@@ -159,7 +191,8 @@ pub struct Explanation {
     /// The desired class, or `None` for "any class but the current one".
     pub desired: Option<String>,
     pub counterfactuals: Vec<Counterfactual>,
-    /// Accuracy of the surrogate against the model on held-out neighbours.
+    /// Accuracy of the surrogate against the model on held-out neighbours (NaN, `null` in JSON,
+    /// for an answer of the last resort, which has no surrogate: `tree_nodes` is then 0).
     pub fidelity: f64,
     pub neighbours: usize,
     pub tree_nodes: usize,
@@ -196,8 +229,33 @@ impl std::fmt::Debug for Explainer<'_> {
 struct Candidate {
     leaf: NodeIdx,
     cost: u32,
+    how: Realization,
     x: Vec<f32>,
 }
+
+/// The projected neighbours the surrogate was fitted on, with the model's labels: where a
+/// contrast leaf finds its exemplars.
+struct Fitted {
+    rows: Vec<f32>,
+    labels: Vec<usize>,
+}
+
+/// Latent neighbours counted by [`Counterfactual::agreement`].
+pub const AGREEMENT_K: usize = 10;
+
+/// How much a wholly implausible point (agreement 0) weighs against the move's cost at
+/// plausibility 1/2: as much as changing this many more features.
+pub const PLAUSIBILITY_WEIGHT: f32 = 4.0;
+
+/// Pool points of a target class the last resort looks at ([`Explainer::nearest_feasible`]):
+/// all of them, so that "no feasible target point" is a fact about the pool.
+pub const FALLBACK_POOL: usize = usize::MAX;
+/// Of those confirmed, the cheapest this many are pruned and compared.
+const FALLBACK_TRIED: usize = 4;
+
+/// Contrast leaves with a confirmed candidate that are ranked by plausibility (in path-cost
+/// order); later leaves are only used when these give fewer than `n` results.
+const RANKED_LEAVES: usize = 8;
 
 /// Node capacity of the graph and search (the core's default).
 const NODES: usize = cent_nostd::capacity::NODES;
@@ -280,8 +338,150 @@ impl<'a> Explainer<'a> {
                     k = k.saturating_mul(WIDEN_FACTOR);
                     widenings += 1;
                 }
+                Err(ExplainError::NotFound(_)) => break,
                 result => return result,
             }
+        }
+        match self.nearest_feasible(x, query, target, &target_classes)? {
+            Some(cf) => Ok(Explanation {
+                fact: fact_out,
+                desired: desired.map(|d| self.class_name(d)),
+                counterfactuals: vec![cf],
+                fidelity: f64::NAN,
+                neighbours: 0,
+                tree_nodes: 0,
+                examined: 0,
+                built: 0,
+                rejected: 0,
+            }),
+            None => Err(ExplainError::NotFound(Reason::NoFeasibleTargetPoint)),
+        }
+    }
+
+    /// The last resort when no contrast leaf gives a confirmed point: the [`FALLBACK_POOL`]
+    /// pool points of a target class nearest to `x` in the latent space, projected onto what the
+    /// query can reach and confirmed by the model; the [`FALLBACK_TRIED`] cheapest are pruned
+    /// ([`Explainer::prune`]) and the cheapest result is returned.
+    fn nearest_feasible(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        target_classes: &[usize],
+    ) -> Result<Option<Counterfactual>, ExplainError> {
+        let z = self.encoder.forward(x);
+        let ids = self.pool.nearest_in(&z, target_classes, FALLBACK_POOL);
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let cols = x.len();
+        let (rows, _) = self.projected(x, query, &ids)?;
+        let proba = self.model.probabilities(&rows)?;
+        let classes = self.model.classes();
+        let mut found: Vec<(f32, usize)> = Vec::new();
+        for (i, (row, p)) in rows.chunks_exact(cols).zip(proba.chunks_exact(classes)).enumerate() {
+            let class = argmax(p);
+            if target.matches(class as u8)
+                && p[class] >= self.config.min_probability
+                && row != x
+                && counterfactual::check(&self.schema, query, x, row).is_ok()
+            {
+                found.push((self.move_cost(query, x, row), i));
+            }
+        }
+        found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut best: Option<(f32, Vec<f32>, usize, f32)> = None;
+        for &(_, i) in found.iter().take(FALLBACK_TRIED) {
+            let row = self.formatted(x, &rows[i * cols..(i + 1) * cols]);
+            let Some((row, class, p)) = self.confirm(x, query, target, row)? else { continue };
+            let (row, class, p) = self.prune(x, query, target, row, class, p)?;
+            let cost = self.move_cost(query, x, &row);
+            if best.as_ref().is_none_or(|b| cost < b.0) {
+                best = Some((cost, row, class, p));
+            }
+        }
+        Ok(best.map(|(cost, row, class, p)| Counterfactual {
+            rank: 1,
+            class: ClassOut { index: class, name: self.class_name(class), probability: p },
+            cost: f64::from(cost),
+            l0: counterfactual::changed(&self.schema, x, &row).count_ones() as usize,
+            realization: Realization::Nearest,
+            agreement: None,
+            rules: Vec::new(),
+            changes: self.changes(x, &row),
+            encoded: row,
+            leaf: NodeIdx::MAX,
+        }))
+    }
+
+    /// The model's class and probability for `row` when it confirms it (a target class with at
+    /// least [`Config::min_probability`]) and the constraint re-check passes.
+    fn confirm(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        row: Vec<f32>,
+    ) -> Result<Option<(Vec<f32>, usize, f32)>, ModelError> {
+        let p = self.model.probabilities(&row)?;
+        let class = argmax(&p);
+        let ok = target.matches(class as u8)
+            && p[class] >= self.config.min_probability
+            && row != x
+            && counterfactual::check(&self.schema, query, x, &row).is_ok();
+        Ok(ok.then(|| (row, class, p[class])))
+    }
+
+    /// Sets changed features of a confirmed `row` back to `x`'s values while the model still
+    /// confirms it: each round tries every changed feature alone (one batched call) and keeps
+    /// the set-back with the highest probability of a target class, until none is confirmed
+    /// or one feature is left.
+    fn prune(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        mut row: Vec<f32>,
+        mut class: usize,
+        mut p: f32,
+    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+        let classes = self.model.classes();
+        loop {
+            let changed: Vec<usize> = self
+                .schema
+                .features()
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| x[f.columns()] != row[f.columns()])
+                .map(|(j, _)| j)
+                .collect();
+            if changed.len() <= 1 {
+                return Ok((row, class, p));
+            }
+            let mut batch = Vec::with_capacity(changed.len() * row.len());
+            for &j in &changed {
+                let cols = self.schema.features()[j].columns();
+                let start = batch.len();
+                batch.extend_from_slice(&row);
+                batch[start + cols.start..start + cols.end].copy_from_slice(&x[cols]);
+            }
+            let proba = self.model.probabilities(&batch)?;
+            let mut best: Option<(usize, usize, f32)> = None;
+            for (i, q) in proba.chunks_exact(classes).enumerate() {
+                let c = argmax(q);
+                let cand = &batch[i * row.len()..(i + 1) * row.len()];
+                if target.matches(c as u8)
+                    && q[c] >= self.config.min_probability
+                    && best.is_none_or(|b| q[c] > b.2)
+                    && counterfactual::check(&self.schema, query, x, cand).is_ok()
+                {
+                    best = Some((i, c, q[c]));
+                }
+            }
+            let Some((i, c, q)) = best else { return Ok((row, class, p)) };
+            let n = row.len();
+            row.copy_from_slice(&batch[i * n..(i + 1) * n]);
+            (class, p) = (c, q);
         }
     }
 
@@ -297,7 +497,7 @@ impl<'a> Explainer<'a> {
         target_classes: &[usize],
         k: usize,
     ) -> Result<Explanation, ExplainError> {
-        let (surrogate, fidelity, neighbours) = self.fit_surrogate(x, query, fact.index, target_classes, k)?;
+        let (surrogate, fidelity, neighbours, fitted) = self.fit_surrogate(x, query, fact.index, target_classes, k)?;
         let tree = surrogate.tree();
         let mut out = Explanation {
             fact,
@@ -310,8 +510,8 @@ impl<'a> Explainer<'a> {
             built: 0,
             rejected: 0,
         };
-        let candidates = self.candidates(&tree, x, query, target, &mut out)?;
-        self.verify(&tree, x, query, target, candidates, &mut out)?;
+        let candidates = self.candidates(&tree, x, query, target, &fitted, &mut out)?;
+        self.verify(&tree, x, query, target, target_classes, candidates, &mut out)?;
         if out.counterfactuals.is_empty() {
             let reason = match (out.examined, out.built) {
                 (0, _) => Reason::NoReachableContrastLeaf,
@@ -347,7 +547,7 @@ impl<'a> Explainer<'a> {
         fact: usize,
         targets: &[usize],
         k: usize,
-    ) -> Result<(Surrogate, f64, usize), ExplainError> {
+    ) -> Result<(Surrogate, f64, usize, Fitted), ExplainError> {
         let z = self.encoder.forward(x);
         let half = (k / 2).max(1);
         let contrast = self.pool.nearest_in(&z, targets, half);
@@ -376,7 +576,7 @@ impl<'a> Explainer<'a> {
         let allowed = self.mutable_columns(query);
         let g = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
         let fidelity = if test_y.is_empty() { g.fidelity(&train, &train_y) } else { g.fidelity(&test, &test_y) };
-        Ok((g, fidelity, ids.len()))
+        Ok((g, fidelity, ids.len(), Fitted { rows: train, labels: train_y }))
     }
 
     /// The neighbours `ids` projected onto what the query can reach, and their labels by the
@@ -418,13 +618,16 @@ impl<'a> Explainer<'a> {
     }
 
     /// Pops up to `max_search` contrast leaves and builds formatted candidates in each: one per
-    /// margin of [`MARGIN_LADDER`] (relative to the query's margin divisor), smallest move first.
+    /// margin of [`MARGIN_LADDER`] (relative to the query's margin divisor), smallest move first;
+    /// with [`Config::plausibility`] above 0, also the point halfway to the leaf's nearest
+    /// target-class neighbour and that neighbour's values on the features the leaf requires.
     fn candidates(
         &self,
         tree: &Tree<'_>,
         x: &[f32],
         query: &Query,
         target: Target,
+        fitted: &Fitted,
         out: &mut Explanation,
     ) -> Result<Vec<Candidate>, ExplainError> {
         let core = |e: &dyn std::fmt::Display| ExplainError::Core(e.to_string());
@@ -432,8 +635,15 @@ impl<'a> Explainer<'a> {
         let mut search: Box<Search<NODES>> = Box::default();
         graph.build(tree, &self.schema, query, x).map_err(|e| core(&e))?;
         search.start(&graph).map_err(|e| core(&e))?;
+        let cols = x.len();
+        // Each fitted neighbour's leaf, once per tree (only when exemplars are wanted).
+        let leaf_of: Vec<NodeIdx> = if self.config.plausibility > 0.0 {
+            fitted.rows.chunks_exact(cols).map(|row| tree.route(row).unwrap_or(NodeIdx::MAX)).collect()
+        } else {
+            Vec::new()
+        };
         let mut cands = Vec::new();
-        let mut buf = vec![0.0; x.len()];
+        let mut buf = vec![0.0; cols];
         while out.examined < self.config.max_search {
             let Some(hit) = search.next_contrast(&graph, target).map_err(|e| core(&e))? else { break };
             out.examined += 1;
@@ -443,13 +653,31 @@ impl<'a> Explainer<'a> {
             // A margin that lands on the previous margin's point (a category switch ignores
             // margins) would only repeat that candidate; it is skipped.
             let mut last: Option<Vec<f32>> = None;
+            let mut boundary: Option<Vec<f32>> = None;
             for step in MARGIN_LADDER {
                 let q = Query { margin: query.margin * step, ..query.clone() };
                 if counterfactual::realize(&self.schema, &q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok() {
                     built = true;
+                    if boundary.is_none() {
+                        boundary = Some(buf.clone());
+                    }
                     if last.as_deref() != Some(buf.as_slice()) {
-                        cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, x: self.formatted(x, &buf) });
+                        let x_new = self.formatted(x, &buf);
+                        cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, how: Realization::Boundary, x: x_new });
                         last = Some(buf.clone());
+                    }
+                }
+            }
+            if let (Some(b), false) = (&boundary, leaf_of.is_empty()) {
+                let exemplar = nearest_in_leaf(fitted, &leaf_of, hit.leaf, target, x);
+                if let Some(e) = exemplar.map(|i| &fitted.rows[i * cols..(i + 1) * cols]) {
+                    for (t, how) in [(0.5, Realization::Between), (1.0, Realization::Exemplar)] {
+                        if self.toward(x, b, e, t, &mut buf) && tree.route(&buf) == Ok(hit.leaf) {
+                            let x_new = self.formatted(x, &buf);
+                            if cands.iter().rev().take(MARGIN_LADDER.len() + 2).all(|c| c.x != x_new) {
+                                cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, how, x: x_new });
+                            }
+                        }
                     }
                 }
             }
@@ -458,6 +686,31 @@ impl<'a> Explainer<'a> {
         Ok(cands)
     }
 
+    /// Writes into `out` the point `t` of the way from the boundary point `b` to the exemplar
+    /// `e`, on the features `b` changes (the ones the leaf requires); the others keep `x`'s
+    /// values. A category or binary value switches to `e`'s from half-way on; a whole-number
+    /// feature is rounded. False when the point is `x` itself.
+    fn toward(&self, x: &[f32], b: &[f32], e: &[f32], t: f32, out: &mut [f32]) -> bool {
+        out.copy_from_slice(x);
+        for f in self.schema.features() {
+            let cols = f.columns();
+            if b[cols.clone()] == x[cols.clone()] {
+                continue;
+            }
+            match f.kind {
+                Kind::Categorical | Kind::Binary => {
+                    let from = if t >= 0.5 { e } else { b };
+                    out[cols.clone()].copy_from_slice(&from[cols]);
+                }
+                Kind::Continuous | Kind::Integer => {
+                    let c = cols.start;
+                    let v = b[c] + t * (e[c] - b[c]);
+                    out[c] = if f.is_discrete() { f.encode(f.decode(v).round()) } else { v };
+                }
+            }
+        }
+        out != x
+    }
     /// The candidate as it will be reported: changed features decoded, rounded to the printed
     /// precision and re-encoded; unchanged features keep `x`'s exact values.
     fn formatted(&self, x: &[f32], cand: &[f32]) -> Vec<f32> {
@@ -480,46 +733,144 @@ impl<'a> Explainer<'a> {
         out
     }
 
-    /// One batched call of the model over every candidate; per leaf keeps the first candidate
-    /// that flips and passes the constraint re-check, up to `n` leaves.
+    /// One batched call of the model over every candidate. A candidate is confirmed when the
+    /// model puts it in a target class with at least [`Config::min_probability`] and it passes
+    /// the constraint re-check. At plausibility 0, each leaf (in path-cost order) gives its first
+    /// confirmed candidate, up to `n` leaves. Above 0, the first [`RANKED_LEAVES`] leaves with a
+    /// confirmed candidate are ranked by `(1 - p) * move cost + p * PLAUSIBILITY_WEIGHT *
+    /// (1 - agreement)`, each by its best candidate, before later leaves in path-cost order.
+    #[allow(clippy::too_many_arguments)] // One query's resolved setting and its candidates.
     fn verify(
         &self,
         tree: &Tree<'_>,
         x: &[f32],
         query: &Query,
         target: Target,
+        target_classes: &[usize],
         cands: Vec<Candidate>,
         out: &mut Explanation,
     ) -> Result<(), ModelError> {
         let batch: Vec<f32> = cands.iter().flat_map(|c| c.x.iter().copied()).collect();
         let proba = if batch.is_empty() { Vec::new() } else { self.model.probabilities(&batch)? };
         let classes = self.model.classes();
-        let mut done_leaf = None;
+        // The confirmed candidates, in candidate order (leaves in path-cost order).
+        let mut confirmed: Vec<(Candidate, usize, f32)> = Vec::new();
         for (c, p) in cands.into_iter().zip(proba.chunks_exact(classes)) {
-            if done_leaf == Some(c.leaf) || out.counterfactuals.len() >= self.config.n {
-                continue;
-            }
             let class = argmax(p);
-            let valid =
-                target.matches(class as u8) && c.x != x && counterfactual::check(&self.schema, query, x, &c.x).is_ok();
-            if !valid {
+            let valid = target.matches(class as u8)
+                && p[class] >= self.config.min_probability
+                && c.x != x
+                && counterfactual::check(&self.schema, query, x, &c.x).is_ok();
+            if valid {
+                confirmed.push((c, class, p[class]));
+            } else {
                 out.rejected += 1;
-                continue;
             }
-            done_leaf = Some(c.leaf);
+        }
+        let lambda = self.config.plausibility.clamp(0.0, 1.0);
+        // Per leaf, in path-cost order: the chosen candidate's index and its agreement.
+        let mut chosen: Vec<(usize, Option<f32>)> = Vec::new();
+        if lambda == 0.0 {
+            for (i, (c, _, _)) in confirmed.iter().enumerate() {
+                if chosen.last().is_none_or(|&(j, _)| confirmed[j].0.leaf != c.leaf) {
+                    chosen.push((i, None));
+                }
+            }
+        } else {
+            // The candidates of the first ranked leaves, scored in one encoder batch.
+            let mut leaves = 0;
+            let mut ranked = 0;
+            while ranked < confirmed.len() {
+                if ranked == 0 || confirmed[ranked].0.leaf != confirmed[ranked - 1].0.leaf {
+                    if leaves == RANKED_LEAVES {
+                        break;
+                    }
+                    leaves += 1;
+                }
+                ranked += 1;
+            }
+            let rows: Vec<f32> = confirmed[..ranked].iter().flat_map(|(c, _, _)| c.x.iter().copied()).collect();
+            let agreement = self.agreement(&rows, target_classes);
+            let score = |i: usize| {
+                let move_cost = self.move_cost(query, x, &confirmed[i].0.x);
+                (1.0 - lambda) * move_cost + lambda * PLAUSIBILITY_WEIGHT * (1.0 - agreement[i])
+            };
+            let mut best: Vec<(f32, usize)> = Vec::new();
+            for i in 0..ranked {
+                let s = score(i);
+                match best.last_mut() {
+                    Some(last) if confirmed[last.1].0.leaf == confirmed[i].0.leaf => {
+                        if s < last.0 {
+                            *last = (s, i);
+                        }
+                    }
+                    _ => best.push((s, i)),
+                }
+            }
+            // Stable: equal scores keep path-cost order.
+            best.sort_by(|a, b| a.0.total_cmp(&b.0));
+            chosen.extend(best.into_iter().map(|(_, i)| (i, Some(agreement[i]))));
+            for (i, (c, _, _)) in confirmed.iter().enumerate().skip(ranked) {
+                if confirmed[i - 1].0.leaf != c.leaf {
+                    chosen.push((i, None));
+                }
+            }
+        }
+        chosen.truncate(self.config.n);
+        let mut slots: Vec<Option<(Candidate, usize, f32)>> = confirmed.into_iter().map(Some).collect();
+        for (i, agreement) in chosen {
+            let Some((c, class, p)) = slots[i].take() else { continue };
+            let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
             let rank = out.counterfactuals.len() + 1;
             out.counterfactuals.push(Counterfactual {
                 rank,
-                class: ClassOut { index: class, name: self.class_name(class), probability: p[class] },
+                class: ClassOut { index: class, name: self.class_name(class), probability: p },
                 cost: c.cost as f64 / SCALE as f64,
-                l0: counterfactual::changed(&self.schema, x, &c.x).count_ones() as usize,
-                rules: self.rules(tree, c.leaf),
-                changes: self.changes(x, &c.x),
-                encoded: c.x,
+                l0: counterfactual::changed(&self.schema, x, &x_new).count_ones() as usize,
+                realization: c.how,
+                agreement,
+                rules: self.rules(tree, c.leaf, &x_new),
+                changes: self.changes(x, &x_new),
+                encoded: x_new,
                 leaf: c.leaf,
             });
         }
         Ok(())
+    }
+
+    /// Per row (row-major, encoded), the share of its [`AGREEMENT_K`] nearest pool points in
+    /// the VAE's latent space that the model assigns to one of `targets`.
+    fn agreement(&self, rows: &[f32], targets: &[usize]) -> Vec<f32> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let z = self.encoder.forward_batch(rows);
+        let all: Vec<usize> = (0..self.model.classes()).collect();
+        z.chunks_exact(self.encoder.outputs())
+            .map(|q| {
+                let ids = self.pool.nearest_in(q, &all, AGREEMENT_K);
+                let hits = ids.iter().filter(|&&id| targets.contains(&self.pool_labels[id as usize])).count();
+                hits as f32 / ids.len().max(1) as f32
+            })
+            .collect()
+    }
+
+    /// The cost of moving `x` to `x_new` in the graph's terms (weighted distance in encoded
+    /// units, 1 per category switch, plus the l0 weight per changed feature).
+    fn move_cost(&self, query: &Query, x: &[f32], x_new: &[f32]) -> f32 {
+        let mut total = 0.0;
+        for (j, f) in self.schema.features().iter().enumerate() {
+            let cols = f.columns();
+            if x[cols.clone()] == x_new[cols.clone()] {
+                continue;
+            }
+            let distance = match f.kind {
+                Kind::Categorical => 1.0,
+                _ => (x_new[cols.start] - x[cols.start]).abs(),
+            };
+            total += query.cost[j] * distance + query.l0;
+        }
+        total
     }
 
     /// Before/after of each changed feature, in decoded units.
@@ -537,12 +888,16 @@ impl<'a> Explainer<'a> {
             .collect()
     }
 
-    /// The leaf's region as rules in decoded units, one per restricted feature.
-    pub fn rules(&self, tree: &Tree<'_>, leaf: NodeIdx) -> Vec<String> {
+    /// The leaf's region as rules in decoded units, one per restricted feature that `x_new`
+    /// meets (a change set back by [`Explainer::prune`] leaves its rule unmet: it is left out).
+    pub fn rules(&self, tree: &Tree<'_>, leaf: NodeIdx, x_new: &[f32]) -> Vec<String> {
         let b = Bounds::of(tree, leaf);
         let names = self.encoding.attributes();
         let mut rules = Vec::new();
         for (j, f) in self.schema.features().iter().enumerate() {
+            if f.columns().any(|c| !b.admits(c, x_new[c])) {
+                continue;
+            }
             let name = &names[j].name;
             match f.kind {
                 Kind::Categorical | Kind::Binary => {
@@ -671,6 +1026,23 @@ fn category_rule(b: &Bounds, kind: Kind, col: usize, width: usize, name: &str, c
         _ if excluded.len() < allowed.len() => format!("{name} not in {{{}}}", excluded.join(", ")),
         _ => format!("{name} in {{{}}}", allowed.join(", ")),
     })
+}
+
+/// The fitted neighbour in `leaf` of a target class nearest to `x` (encoded, Euclidean).
+fn nearest_in_leaf(fitted: &Fitted, leaf_of: &[NodeIdx], leaf: NodeIdx, target: Target, x: &[f32]) -> Option<usize> {
+    let cols = x.len();
+    let mut best: Option<(f32, usize)> = None;
+    for (i, (&l, &y)) in leaf_of.iter().zip(&fitted.labels).enumerate() {
+        if l != leaf || !target.matches(y as u8) {
+            continue;
+        }
+        let row = &fitted.rows[i * cols..(i + 1) * cols];
+        let d: f32 = row.iter().zip(x).map(|(a, b)| (a - b) * (a - b)).sum();
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, i));
+        }
+    }
+    best.map(|(_, i)| i)
 }
 
 fn format_threshold(v: f32) -> String {

@@ -5,7 +5,7 @@ use anyhow::Result;
 use cent_host::artifacts::Artifacts;
 use cent_host::blackbox::BlackBox;
 use cent_host::data::Encoding;
-use cent_host::explain::{ClassOut, Config, ExplainError, Explainer, Explanation};
+use cent_host::explain::{ClassOut, Config, ExplainError, Explainer, Explanation, Realization};
 use cent_nostd::schema::{Mutability, Query};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -45,6 +45,17 @@ pub struct ExplainArgs {
     /// times before answering "not found" (0: never).
     #[arg(long, default_value_t = 2)]
     pub widen: u8,
+    /// Weight of plausibility against the size of the move, 0 to 1. At 0 a region of the target
+    /// class becomes the point just inside its boundary; above 0 the point may also be taken
+    /// towards (or onto) the values of the region's nearest person of the target class, and
+    /// points whose latent neighbours the model mostly gives the target class are preferred.
+    #[arg(long, default_value_t = Config::default().plausibility, value_parser = unit_interval)]
+    pub plausibility: f32,
+    /// The model's probability of the target class a counterfactual needs, 0 to 1 (a point just
+    /// past the boundary, at 0.51, is undone by the smallest model update). E.g.
+    /// `--min-probability 0.7`.
+    #[arg(long, default_value_t = Config::default().min_probability, value_parser = unit_interval)]
+    pub min_probability: f32,
     /// Features that must not change (comma-separated names), on top of the schema's. A feature
     /// may appear in only one of --immutable, --increase-only, --decrease-only and --free.
     #[arg(long, value_delimiter = ',')]
@@ -65,6 +76,15 @@ pub struct ExplainArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+/// A number in `0..=1`, for clap.
+fn unit_interval(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!("{v} is outside 0..=1")),
+        Err(e) => Err(format!("`{text}` is not a number: {e}")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -128,6 +148,8 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         n: args.n,
         seed: args.data.seed,
         widen: args.widen,
+        plausibility: args.plausibility,
+        min_probability: args.min_probability,
         ..Config::default()
     };
     let model = a.black_box(args.data.onnx.as_deref())?;
@@ -337,16 +359,27 @@ fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<(
     };
     let wanted = e.desired.clone().unwrap_or_else(|| format!("anything but {}", e.fact.name));
     outln!("{label}: the model says {} (p = {:.2}); wanted: {wanted}", e.fact.name, e.fact.probability)?;
-    outln!(
-        "  local surrogate: {} nodes, fidelity {:.3} on held-out neighbours ({} neighbours); {} contrast regions examined",
-        e.tree_nodes,
-        e.fidelity,
-        e.neighbours,
-        e.examined
-    )?;
-    for c in &e.counterfactuals {
+    if e.tree_nodes == 0 {
+        outln!("  no region of a local surrogate was confirmed; the answer starts from the nearest reachable person")?;
+    } else {
         outln!(
-            "  {}. -> {} (p = {:.2}), cost {:.3}, {} feature(s) changed",
+            "  local surrogate: {} nodes, fidelity {:.3} on held-out neighbours ({} neighbours); {} contrast regions examined",
+            e.tree_nodes,
+            e.fidelity,
+            e.neighbours,
+            e.examined
+        )?;
+    }
+    for c in &e.counterfactuals {
+        let realization = match c.realization {
+            Realization::Boundary => "just inside the region".to_string(),
+            Realization::Between => "half-way to the region's nearest person of that class".to_string(),
+            Realization::Exemplar => "values of the region's nearest person of that class".to_string(),
+            Realization::Nearest => "from the nearest reachable person of that class, pared down".to_string(),
+        };
+        let agreement = c.agreement.map(|a| format!(", latent neighbours agreeing {a:.1}")).unwrap_or_default();
+        outln!(
+            "  {}. -> {} (p = {:.2}), cost {:.3}, {} feature(s) changed; {realization}{agreement}",
             c.rank,
             c.class.name,
             c.class.probability,
@@ -438,7 +471,11 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
                     c.class.probability
                 )?;
             }
-            outln!("  ({} neighbours, surrogate fidelity {:.2}, {ms:.1} ms)\n", e.neighbours, e.fidelity)?;
+            if e.tree_nodes == 0 {
+                outln!("  (from the nearest reachable person of that class, {ms:.1} ms)\n")?;
+            } else {
+                outln!("  ({} neighbours, surrogate fidelity {:.2}, {ms:.1} ms)\n", e.neighbours, e.fidelity)?;
+            }
         }
         Err(err) => outln!("  {err}\n")?,
     }

@@ -1,0 +1,163 @@
+//! The quality of CEnt's answers on the embedded Adult data: the confidence they are asked to
+//! have, no change the model does not need, values a person in the data has, and "not found"
+//! only when nothing in the data can be reached.
+
+mod common;
+
+use cent_host::blackbox::BlackBox;
+use cent_host::explain::{Config, ExplainError, Explainer, Explanation, Realization, Reason};
+use cent_nostd::counterfactual;
+use cent_nostd::schema::{Kind, Mutability};
+use common::adult;
+
+/// Explains test rows `0..rows` with `config`, keeping the answers.
+fn answers(config: Config, rows: usize) -> Vec<(usize, Explanation)> {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let query = enc.to_core_schema().default_query();
+    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, config).expect("labels");
+    (0..rows)
+        .filter_map(|row| match explainer.explain(a.prepared.test.row(row), &query, None) {
+            Ok(e) => Some((row, e)),
+            Err(ExplainError::NotFound(_)) => None,
+            Err(other) => panic!("row {row}: {other}"),
+        })
+        .collect()
+}
+
+#[test]
+fn test_every_counterfactual_has_the_minimum_probability_the_model_confirms() {
+    let a = adult();
+    for min in [0.6, 0.8] {
+        let found = answers(Config { min_probability: min, ..Config::default() }, 30);
+        assert!(found.len() >= 20, "min {min}: only {} of 30 rows answered", found.len());
+        for (row, e) in &found {
+            for cf in &e.counterfactuals {
+                let p = a.model.probabilities(&cf.encoded).unwrap();
+                assert_ne!(cf.class.index, e.fact.index, "row {row}");
+                assert_eq!(p[cf.class.index], cf.class.probability, "row {row}: reported probability");
+                assert!(p[cf.class.index] >= min, "row {row}: p = {} < {min}", p[cf.class.index]);
+            }
+        }
+    }
+}
+
+/// Brute force: setting any one changed feature back to the query's value loses the target
+/// class, the required probability or the constraints.
+#[test]
+fn test_no_reported_change_can_be_set_back() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let query = schema.default_query();
+    let config = Config::default();
+    for (row, e) in answers(config, 30) {
+        let x = a.prepared.test.row(row);
+        for cf in &e.counterfactuals {
+            for f in schema.features() {
+                let cols = f.columns();
+                if x[cols.clone()] == cf.encoded[cols.clone()] {
+                    continue;
+                }
+                let mut back = cf.encoded.clone();
+                back[cols.clone()].copy_from_slice(&x[cols]);
+                if back == x {
+                    continue;
+                }
+                let p = a.model.probabilities(&back).unwrap();
+                let class = (0..p.len()).max_by(|&i, &j| p[i].total_cmp(&p[j])).unwrap();
+                let still = class != e.fact.index
+                    && p[class] >= config.min_probability
+                    && counterfactual::check(&schema, &query, x, &back).is_ok();
+                assert!(!still, "row {row}: the change of column {} is not needed", f.col);
+            }
+        }
+    }
+}
+
+#[test]
+fn test_plausibility_zero_keeps_boundary_points_and_above_zero_draws_on_exemplars() {
+    let plain = answers(Config { plausibility: 0.0, ..Config::default() }, 30);
+    for (row, e) in &plain {
+        for cf in &e.counterfactuals {
+            assert!(matches!(cf.realization, Realization::Boundary | Realization::Nearest), "row {row}");
+            assert_eq!(cf.agreement, None, "row {row}");
+        }
+    }
+    let plausible = answers(Config { plausibility: 0.5, ..Config::default() }, 30);
+    let drawn = plausible
+        .iter()
+        .flat_map(|(_, e)| &e.counterfactuals)
+        .filter(|cf| matches!(cf.realization, Realization::Between | Realization::Exemplar))
+        .count();
+    assert!(drawn > 0, "no counterfactual drew on a target-class neighbour");
+    let ranked = plausible.iter().flat_map(|(_, e)| &e.counterfactuals).filter(|cf| cf.agreement.is_some()).count();
+    assert!(ranked > 0, "no counterfactual was ranked by agreement");
+}
+
+/// An exemplar counterfactual moves each feature to a value some training row has.
+#[test]
+fn test_exemplar_values_occur_in_the_training_rows() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let train = &a.prepared.train;
+    let cols = schema.columns();
+    let mut checked = 0;
+    for (row, e) in answers(Config { plausibility: 1.0, ..Config::default() }, 40) {
+        let x = a.prepared.test.row(row);
+        for cf in e.counterfactuals.iter().filter(|cf| cf.realization == Realization::Exemplar) {
+            for f in schema.features().iter().filter(|f| matches!(f.kind, Kind::Integer | Kind::Continuous)) {
+                let c = f.col as usize;
+                if cf.encoded[c] == x[c] {
+                    continue;
+                }
+                let raw = f.decode(cf.encoded[c]);
+                let seen = train.data.chunks_exact(cols).any(|r| (f.decode(r[c]) - raw).abs() < 1e-3);
+                assert!(seen, "row {row}: value {raw} of column {c} occurs in no training row");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0, "no exemplar counterfactual changed a number");
+}
+
+#[test]
+fn test_nothing_mutable_means_no_feasible_target_point() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let mut query = enc.to_core_schema().default_query();
+    for m in query.mutability.iter_mut() {
+        *m = Mutability::Immutable;
+    }
+    let explainer =
+        Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default()).expect("labels");
+    match explainer.explain(a.prepared.test.row(0), &query, None) {
+        Err(ExplainError::NotFound(Reason::NoFeasibleTargetPoint)) => {}
+        other => panic!("expected no feasible target point, got {other:?}"),
+    }
+}
+
+/// With a neighbourhood too small to confirm a leaf, the last resort answers: a reachable
+/// target-class point, pared down, that flips the model with the required probability.
+#[test]
+fn test_the_last_resort_answers_flip_and_keep_the_constraints() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let query = schema.default_query();
+    let config = Config { k: 4, widen: 0, max_search: 1, ..Config::default() };
+    let mut last_resort = 0;
+    for (row, e) in answers(config, 30) {
+        let x = a.prepared.test.row(row);
+        for cf in e.counterfactuals.iter().filter(|cf| cf.realization == Realization::Nearest) {
+            last_resort += 1;
+            assert!(cf.rules.is_empty(), "row {row}: the last resort has no region");
+            let p = a.model.probabilities(&cf.encoded).unwrap();
+            assert_ne!(cf.class.index, e.fact.index);
+            assert!(p[cf.class.index] >= config.min_probability, "row {row}");
+            assert!(counterfactual::check(&schema, &query, x, &cf.encoded).is_ok(), "row {row}");
+        }
+    }
+    assert!(last_resort > 0, "no query needed the last resort");
+}
