@@ -61,7 +61,7 @@ impl Default for Config {
             tree: TreeParams::default(),
             holdout: 0.2,
             seed: 7,
-            widen: 2,
+            widen: 1,
             plausibility: 0.5,
             min_probability: 0.6,
         }
@@ -247,9 +247,10 @@ pub const AGREEMENT_K: usize = 10;
 /// plausibility 1/2: as much as changing this many more features.
 pub const PLAUSIBILITY_WEIGHT: f32 = 4.0;
 
-/// Pool points of a target class the last resort looks at ([`Explainer::nearest_feasible`]):
-/// all of them, so that "no feasible target point" is a fact about the pool.
-pub const FALLBACK_POOL: usize = usize::MAX;
+/// Pool points of a target class the last resort looks at first
+/// ([`Explainer::nearest_feasible`]); when none of them is confirmed it looks at all of them, so
+/// that "no feasible target point" is a fact about the pool.
+pub const FALLBACK_FIRST: usize = 256;
 /// Of those confirmed, the cheapest this many are pruned and compared.
 const FALLBACK_TRIED: usize = 4;
 
@@ -358,10 +359,11 @@ impl<'a> Explainer<'a> {
         }
     }
 
-    /// The last resort when no contrast leaf gives a confirmed point: the [`FALLBACK_POOL`]
-    /// pool points of a target class nearest to `x` in the latent space, projected onto what the
-    /// query can reach and confirmed by the model; the [`FALLBACK_TRIED`] cheapest are pruned
-    /// ([`Explainer::prune`]) and the cheapest result is returned.
+    /// The last resort when no contrast leaf gives a confirmed point: pool points of a target
+    /// class nearest to `x` in the latent space ([`FALLBACK_FIRST`], then all of them when none
+    /// of those is confirmed), projected onto what the query can reach and confirmed by the
+    /// model; the [`FALLBACK_TRIED`] cheapest are pruned ([`Explainer::prune`]) and the cheapest
+    /// result is returned. `None` means no point of the pool can be reached.
     fn nearest_feasible(
         &self,
         x: &[f32],
@@ -370,12 +372,34 @@ impl<'a> Explainer<'a> {
         target_classes: &[usize],
     ) -> Result<Option<Counterfactual>, ExplainError> {
         let z = self.encoder.forward(x);
-        let ids = self.pool.nearest_in(&z, target_classes, FALLBACK_POOL);
+        let available = target_classes.iter().map(|&c| self.pool.class_size(c)).sum::<usize>();
+        let mut tried = 0;
+        for count in [FALLBACK_FIRST, available] {
+            if count <= tried {
+                continue;
+            }
+            tried = count;
+            let ids = self.pool.nearest_in(&z, target_classes, count);
+            if let Some(cf) = self.nearest_of(x, query, target, &ids)? {
+                return Ok(Some(cf));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Explainer::nearest_feasible`] over the pool points `ids`.
+    fn nearest_of(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        ids: &[u32],
+    ) -> Result<Option<Counterfactual>, ExplainError> {
         if ids.is_empty() {
             return Ok(None);
         }
         let cols = x.len();
-        let (rows, _) = self.projected(x, query, &ids)?;
+        let (rows, _) = self.projected(x, query, ids)?;
         let proba = self.model.probabilities(&rows)?;
         let classes = self.model.classes();
         let mut found: Vec<(f32, usize)> = Vec::new();

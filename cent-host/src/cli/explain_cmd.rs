@@ -42,8 +42,9 @@ pub struct ExplainArgs {
     #[arg(long, default_value_t = 50)]
     pub max_search: usize,
     /// When the model confirms no candidate, widen the neighbourhood (k × 4) up to this many
-    /// times before answering "not found" (0: never).
-    #[arg(long, default_value_t = 2)]
+    /// times before the last resort: the nearest reachable person of the target class, with the
+    /// changes the model does not need set back (0: straight to the last resort).
+    #[arg(long, default_value_t = Config::default().widen)]
     pub widen: u8,
     /// Weight of plausibility against the size of the move, 0 to 1. At 0 a region of the target
     /// class becomes the point just inside its boundary; above 0 the point may also be taken
