@@ -32,6 +32,9 @@ pub struct Schema {
     /// Logical features in encoding order.
     #[serde(rename = "feature")]
     pub features: Vec<FeatureSpec>,
+    /// Features whose values must agree with each other as they do in the data.
+    #[serde(rename = "link", default)]
+    pub links: Vec<LinkSpec>,
     /// Where the schema was read from (file path or `builtin:<name>`), for error messages.
     #[serde(skip)]
     pub origin: String,
@@ -238,6 +241,8 @@ pub struct FeatureSpec {
     /// Moves allowed again after `forbid` (exceptions).
     #[serde(default)]
     pub allow: Vec<Transition>,
+    /// Which values a counterfactual may give a numeric feature (default: [`FeatureSpec::support`]).
+    pub support: Option<ValueSupport>,
 }
 
 fn unit_cost() -> f32 {
@@ -249,6 +254,66 @@ impl FeatureSpec {
     pub fn column_name(&self) -> &str {
         self.column.as_deref().unwrap_or(&self.name)
     }
+
+    /// The declared support, else `observed` for an integer feature and `range` for every
+    /// other kind (categories are always values of the data).
+    pub fn support(&self) -> ValueSupport {
+        self.support.unwrap_or(match self.kind {
+            Kind::Integer => ValueSupport::Observed,
+            _ => ValueSupport::Range,
+        })
+    }
+}
+
+/// Which values a counterfactual may give a numeric feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueSupport {
+    /// Only values some training row holds (capital-gain has 121 distinct values in Adult).
+    Observed,
+    /// Any value of the feature's range.
+    Range,
+}
+
+/// How the features of a [`LinkSpec`] depend on each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    /// Two features whose values determine each other: when one moves, the other takes the
+    /// value the data pair with it.
+    OneToOne,
+    /// Two or more categorical, binary or integer features whose values must form a
+    /// combination some training row holds.
+    ObservedCombinations,
+}
+
+impl LinkKind {
+    /// The name used in schema files.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkKind::OneToOne => "one_to_one",
+            LinkKind::ObservedCombinations => "observed_combinations",
+        }
+    }
+}
+
+/// A `[[link]]` table as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub kind: LinkKind,
+    /// Feature names, with their place in the schema file for error messages.
+    pub features: toml::Spanned<Vec<String>>,
+    /// 1-based line of `features` in the schema file (0 when unknown).
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// A checked link: its kind and the indices of its features in encoding order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub kind: LinkKind,
+    pub features: Vec<usize>,
 }
 
 /// Category moves `from` any of a list `to` any of a list.
@@ -280,6 +345,9 @@ impl Schema {
     pub fn from_toml(text: &str, origin: &str) -> Result<Schema, SchemaError> {
         let mut schema: Schema = toml::from_str(text).map_err(|e| syntax_error(&e, text, origin))?;
         schema.origin = origin.to_string();
+        for link in &mut schema.links {
+            link.line = line_column(text, link.features.span().start).0;
+        }
         schema.check()?;
         Ok(schema)
     }
@@ -292,6 +360,11 @@ impl Schema {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| SchemaError::Io { path: shown.clone(), source })?;
         Schema::from_toml(&text, &shown)
+    }
+
+    /// The checked links, feature names resolved to positions in `features`.
+    pub fn links(&self) -> Vec<Link> {
+        self.links.iter().enumerate().filter_map(|(i, l)| self.resolve_link(i, l).ok()).collect()
     }
 
     /// Position of the favourable class.
@@ -320,7 +393,48 @@ impl Schema {
             }
             self.check_feature(f)?;
         }
-        self.check_dropped()
+        self.check_dropped()?;
+        self.links.iter().enumerate().try_for_each(|(i, l)| self.resolve_link(i, l).map(drop))
+    }
+
+    /// Resolves link `i`: at least two distinct, known features (exactly two for `one_to_one`),
+    /// none continuous in `observed_combinations`.
+    fn resolve_link(&self, i: usize, link: &LinkSpec) -> Result<Link, SchemaError> {
+        let names = link.features.get_ref();
+        let place = format!(
+            "link {} (line {}, {} of {})",
+            i + 1,
+            link.line,
+            link.kind.name(),
+            join(names.iter().map(String::as_str))
+        );
+        let err = |problem: String| Err(self.invalid(place.clone(), problem));
+        if names.len() < 2 {
+            return err(format!("a link needs at least two features, found {}", names.len()));
+        }
+        if link.kind == LinkKind::OneToOne && names.len() != 2 {
+            return err(format!("a one_to_one link has exactly two features, found {}", names.len()));
+        }
+        let mut features = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(j) = self.features.iter().position(|f| f.name == *name) else {
+                if self.dropped.contains(name) {
+                    return err(format!("`{name}` is a dropped column (listed in `dropped`), not a feature"));
+                }
+                let valid = join(self.features.iter().map(|f| f.name.as_str()));
+                return err(format!("unknown feature `{name}`; features: {valid}"));
+            };
+            if features.contains(&j) {
+                return err(format!("feature `{name}` listed twice"));
+            }
+            if link.kind == LinkKind::ObservedCombinations && self.features[j].kind == Kind::Continuous {
+                return err(format!(
+                    "feature `{name}` is continuous; observed_combinations takes categorical, binary and integer features"
+                ));
+            }
+            features.push(j);
+        }
+        Ok(Link { kind: link.kind, features })
     }
 
     fn check_csv(&self) -> Result<(), SchemaError> {
@@ -398,6 +512,9 @@ impl Schema {
         }
         if f.ordered && f.kind != Kind::Categorical {
             return err("ordered applies to categorical features only");
+        }
+        if categorical && f.support.is_some() {
+            return err("support applies to continuous and integer features only (categories are always observed values)");
         }
         if f.ordered && f.categories.is_none() {
             return err("ordered = true needs the order: list `categories` from lowest to highest");
