@@ -340,3 +340,391 @@ fn write(f: &core::Feature, c: i64, values: &BTreeMap<i64, f32>, row: &mut [f32]
 fn set(row: &mut [f32], col: usize, v: f32) -> bool {
     row.get_mut(col).map(|slot| *slot = v).is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{Input, Schema, Table, Value};
+
+    const SCHEMA: &str = r#"
+name = "toy"
+[target]
+column = "y"
+favourable = "yes"
+classes = [{ name = "no", values = ["0"] }, { name = "yes", values = ["1"] }]
+[[feature]]
+name = "age"
+kind = "integer"
+[[feature]]
+name = "gain"
+kind = "continuous"
+support = "observed"
+[[feature]]
+name = "hours"
+kind = "continuous"
+[[feature]]
+name = "status"
+kind = "categorical"
+categories = ["single", "married", "divorced"]
+[[feature]]
+name = "role"
+kind = "categorical"
+categories = ["husband", "wife", "child", "alone"]
+[[feature]]
+name = "sex"
+kind = "binary"
+categories = ["f", "m"]
+[[feature]]
+name = "edu"
+kind = "categorical"
+categories = ["hs", "ba", "ma"]
+[[feature]]
+name = "years"
+kind = "integer"
+[[link]]
+kind = "observed_combinations"
+features = ["status", "role", "sex"]
+[[link]]
+kind = "one_to_one"
+features = ["edu", "years"]
+"#;
+
+    const CSV: &str = "\
+age,gain,hours,status,role,sex,edu,years,y
+30,0,40,married,husband,m,hs,12,0
+35,100.5,45,married,wife,f,ba,16,1
+20,0,20,single,child,m,hs,12,0
+22,0,25,single,child,f,ma,18,1
+50,2000.25,38,divorced,alone,f,ba,16,0
+45,0,50,divorced,alone,m,ma,18,1
+40,100.5,40,married,husband,m,ba,16,1
+60,0,10,single,alone,f,hs,12,0
+33,0,30,married,wife,f,ba,15,0
+21,0,20,single,child,m,hs,12,0
+";
+
+    const AGE: usize = 0;
+    const GAIN: usize = 1;
+    const HOURS: usize = 2;
+    const STATUS: usize = 3;
+    const ROLE: usize = 4;
+    const SEX: usize = 5;
+    const EDU: usize = 6;
+    const YEARS: usize = 7;
+
+    struct Toy {
+        table: Table,
+        encoding: Encoding,
+        rows: Vec<f32>,
+        support: Support,
+    }
+
+    fn toy() -> Toy {
+        let schema = Schema::from_toml(SCHEMA, "toy.toml").unwrap();
+        let input = Input { name: "toy.csv".into(), bytes: CSV.as_bytes().to_vec(), skip_lines: 0 };
+        let table = Table::read(&schema, &[input]).unwrap();
+        let all: Vec<usize> = (0..table.len()).collect();
+        let encoding = Encoding::fit(&table, &all).unwrap();
+        let rows = encoding.encode_rows(&table, &all).unwrap().data;
+        let support = Support::new(&encoding, &rows);
+        Toy { table, encoding, rows, support }
+    }
+
+    impl Toy {
+        fn row(&self, i: usize) -> Vec<f32> {
+            self.encoding.encode_row(self.table.row(i)).unwrap()
+        }
+
+        /// Row `i` with some raw values replaced.
+        fn with(&self, i: usize, changes: &[(usize, Value)]) -> Vec<f32> {
+            let mut raw = self.table.row(i).to_vec();
+            for &(j, v) in changes {
+                raw[j] = v;
+            }
+            self.encoding.encode_row(&raw).unwrap()
+        }
+
+        fn raw(&self, x: &[f32]) -> Vec<Value> {
+            self.encoding.decode(x).unwrap()
+        }
+
+        fn cat(&self, feature: usize, name: &str) -> Value {
+            Value::Category(self.encoding.category_index(feature, name).unwrap())
+        }
+
+        fn enc(&self, feature: usize, raw: f32) -> f32 {
+            self.encoding.feature(feature).unwrap().encode(raw)
+        }
+    }
+
+    #[test]
+    fn test_observed_values_per_support() {
+        let t = toy();
+        let ages: Vec<f32> = [20.0, 21.0, 22.0, 30.0, 33.0, 35.0, 40.0, 45.0, 50.0, 60.0].map(|a| t.enc(AGE, a)).to_vec();
+        assert_eq!(t.support.observed(AGE).unwrap(), ages.as_slice());
+        let gains = t.support.observed(GAIN).unwrap();
+        assert_eq!(gains.len(), 3);
+        assert!((gains[1] - t.enc(GAIN, 100.5)).abs() < 1e-7 && gains[2] == 1.0, "{gains:?}");
+        assert_eq!(t.support.observed(YEARS).unwrap().len(), 4);
+        assert!(t.support.observed(HOURS).is_none(), "continuous defaults to range");
+        assert!(t.support.observed(STATUS).is_none() && t.support.observed(SEX).is_none());
+        assert!(t.support.observed(99).is_none());
+        assert_eq!(t.support.n_links(), 2);
+    }
+
+    #[test]
+    fn test_snap_matches_brute_force_and_admits_semantics() {
+        let t = toy();
+        let observed = t.support.observed(AGE).unwrap().to_vec();
+        let brute = |value: f32, lo: f32, hi: f32| {
+            let inside = observed.iter().copied().filter(|&v| v > lo && v <= hi);
+            inside.fold(None, |best: Option<f32>, v| match best {
+                Some(b) if (b - value).abs() <= (v - value).abs() => Some(b),
+                _ => Some(v),
+            })
+        };
+        let grid: Vec<f32> = (-2..=12).map(|k| k as f32 / 10.0).chain(observed.iter().copied()).collect();
+        let ends: Vec<f32> = grid.iter().copied().chain([f32::NEG_INFINITY, f32::INFINITY]).collect();
+        for &value in &grid {
+            for &lo in &ends {
+                for &hi in &ends {
+                    assert_eq!(t.support.snap(AGE, value, lo, hi), brute(value, lo, hi), "value {value} in ({lo}, {hi}]");
+                }
+            }
+        }
+        // hi is admitted, lo is not.
+        let a30 = t.enc(AGE, 30.0);
+        assert_eq!(t.support.snap(AGE, 0.0, f32::NEG_INFINITY, a30), Some(t.enc(AGE, 20.0)));
+        assert_eq!(t.support.snap(AGE, 1.0, f32::NEG_INFINITY, a30), Some(a30));
+        assert_eq!(t.support.snap(AGE, 1.0, a30, t.enc(AGE, 32.0)), None);
+        // An age of 31 between 30 and 33 goes to the nearer, 30; 55 lies midway between 50
+        // and 60 and goes to the lower.
+        assert_eq!(t.support.snap(AGE, t.enc(AGE, 55.0), 0.0, 1.0), Some(t.enc(AGE, 50.0)));
+        assert_eq!(t.support.snap(AGE, t.enc(AGE, 31.0), 0.0, 1.0), Some(a30));
+        // Range support and categories keep the value; an unknown feature has no answer.
+        assert_eq!(t.support.snap(HOURS, 0.123, 0.5, 0.6), Some(0.123));
+        assert_eq!(t.support.snap(SEX, 1.0, 0.5, 1.0), Some(1.0));
+        assert_eq!(t.support.snap(42, 0.5, 0.0, 1.0), None);
+        assert_eq!(t.support.snap(AGE, f32::NAN, 0.0, 1.0), Some(t.enc(AGE, 21.0)));
+        assert_eq!(t.support.snap(AGE, 0.5, f32::NAN, f32::NAN), None);
+    }
+
+    #[test]
+    fn test_training_rows_break_no_link() {
+        let t = toy();
+        for (i, row) in t.rows.chunks_exact(t.encoding.n_cols()).enumerate() {
+            assert_eq!(t.support.link_violations(row), 0, "row {i}");
+        }
+        let husband = t.with(4, &[(ROLE, t.cat(ROLE, "husband"))]);
+        assert_eq!(t.support.link_violations(&husband), 1, "divorced husband");
+        let both = t.with(4, &[(ROLE, t.cat(ROLE, "husband")), (YEARS, Value::Number(12.0))]);
+        assert_eq!(t.support.link_violations(&both), 2, "and ba with 12 years");
+        assert_eq!(t.support.link_violations(&both[1..]), 2, "wrong length breaks every link");
+        let mut two_hot = t.row(0);
+        two_hot[t.encoding.feature(STATUS).unwrap().col as usize] = 1.0;
+        assert_eq!(t.support.link_violations(&two_hot), 1, "status has two hot columns");
+    }
+
+    #[test]
+    fn test_repair_combination_keeps_changes_and_changes_fewest() {
+        let t = toy();
+        // Married husband divorces: (divorced, husband, m) never occurs; (divorced, alone, m)
+        // changes one more feature, (divorced, alone, f) two.
+        let x = t.row(0);
+        let mut cand = t.with(0, &[(STATUS, t.cat(STATUS, "divorced"))]);
+        assert!(t.support.repair(&x, &mut cand));
+        let raw = t.raw(&cand);
+        assert_eq!((raw[STATUS], raw[ROLE], raw[SEX]), (t.cat(STATUS, "divorced"), t.cat(ROLE, "alone"), t.cat(SEX, "m")));
+        assert_eq!(cand[..3], x[..3], "features outside the link are untouched");
+        // A husband who becomes a wife must become female: the caller's constraint check
+        // rejects that when sex is immutable, repair just reports the repaired row.
+        let mut cand = t.with(0, &[(ROLE, t.cat(ROLE, "wife"))]);
+        assert!(t.support.repair(&x, &mut cand));
+        assert_eq!(t.raw(&cand)[SEX], t.cat(SEX, "f"));
+        // Two equally small repairs: (single, child, m) occurs twice, (single, alone, f) once.
+        let x = t.row(5);
+        let mut cand = t.with(5, &[(STATUS, t.cat(STATUS, "single"))]);
+        assert!(t.support.repair(&x, &mut cand));
+        let raw = t.raw(&cand);
+        assert_eq!((raw[ROLE], raw[SEX]), (t.cat(ROLE, "child"), t.cat(SEX, "m")));
+        // No observed combination keeps both changes.
+        let x = t.row(0);
+        let mut cand = t.with(0, &[(STATUS, t.cat(STATUS, "divorced")), (ROLE, t.cat(ROLE, "child"))]);
+        assert!(!t.support.repair(&x, &mut cand));
+    }
+
+    #[test]
+    fn test_repair_one_to_one_moves_the_partner() {
+        let t = toy();
+        let x = t.row(0); // hs, 12
+        let repaired = |changes: &[(usize, Value)]| {
+            let mut cand = t.with(0, changes);
+            t.support.repair(&x, &mut cand).then(|| t.raw(&cand))
+        };
+        let years = |raw: Option<Vec<Value>>| raw.map(|r| (r[EDU], r[YEARS]));
+        assert_eq!(years(repaired(&[(EDU, t.cat(EDU, "ma"))])), Some((t.cat(EDU, "ma"), Value::Number(18.0))));
+        // ba pairs with 16 three times and with 15 once: the most frequent wins.
+        assert_eq!(years(repaired(&[(EDU, t.cat(EDU, "ba"))])), Some((t.cat(EDU, "ba"), Value::Number(16.0))));
+        assert_eq!(years(repaired(&[(YEARS, Value::Number(15.0))])), Some((t.cat(EDU, "ba"), Value::Number(15.0))));
+        // Both moved: kept when the pair occurs, refused when it does not.
+        let both = [(EDU, t.cat(EDU, "ba")), (YEARS, Value::Number(15.0))];
+        assert_eq!(years(repaired(&both)), Some((t.cat(EDU, "ba"), Value::Number(15.0))));
+        assert_eq!(repaired(&[(EDU, t.cat(EDU, "ma")), (YEARS, Value::Number(16.0))]), None);
+        // A value the data never hold has no partner.
+        assert_eq!(repaired(&[(YEARS, Value::Number(13.0))]), None);
+        // The repaired years are the training rows' encoded value, bit for bit.
+        let mut cand = t.with(0, &[(EDU, t.cat(EDU, "ma"))]);
+        assert!(t.support.repair(&x, &mut cand));
+        let col = t.encoding.feature(YEARS).unwrap().col as usize;
+        assert_eq!(cand[col].to_bits(), t.row(3)[col].to_bits());
+    }
+
+    #[test]
+    fn test_repair_leaves_the_factuals_own_values_and_checks_lengths() {
+        let t = toy();
+        // A factual whose own combination the rows lack: untouched links stay as they are.
+        let x = t.with(4, &[(ROLE, t.cat(ROLE, "husband"))]);
+        let mut cand = x.clone();
+        cand[0] = t.enc(AGE, 45.0);
+        assert!(t.support.repair(&x, &mut cand));
+        assert_eq!(cand[1..], x[1..]);
+        assert!(!t.support.repair(&x[1..], &mut cand));
+        assert!(!t.support.repair(&x, &mut cand[1..]));
+        let mut nan = x.clone();
+        nan[t.encoding.feature(YEARS).unwrap().col as usize] = f32::NAN;
+        assert!(!t.support.repair(&x, &mut nan));
+    }
+
+    #[test]
+    fn test_repair_property_changed_values_kept_and_links_hold() {
+        let t = toy();
+        let n = t.table.len();
+        let options: Vec<(usize, Value)> = (0..3)
+            .map(|c| (STATUS, Value::Category(c)))
+            .chain((0..4).map(|c| (ROLE, Value::Category(c))))
+            .chain((0..2).map(|c| (SEX, Value::Category(c))))
+            .chain((0..3).map(|c| (EDU, Value::Category(c))))
+            .chain([12.0, 15.0, 16.0, 18.0].map(|y| (YEARS, Value::Number(y))))
+            .collect();
+        for i in 0..n {
+            let x = t.row(i);
+            for &change in &options {
+                let mut cand = t.with(i, &[change]);
+                if t.support.repair(&x, &mut cand) {
+                    assert_eq!(t.support.link_violations(&cand), 0, "row {i}, {change:?}");
+                    assert_eq!(t.raw(&cand)[change.0], change.1, "row {i}: the change is kept");
+                } else {
+                    // Only a value without partner, or a combination the rows lack entirely, fails.
+                    assert!(change.0 == YEARS || change.0 == ROLE || change.0 == STATUS, "row {i}, {change:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn test_unseen_counts_changed_observed_features() {
+        let t = toy();
+        let x = t.row(0);
+        assert_eq!(t.support.unseen(&x, &x), (0, 0));
+        assert_eq!(t.support.unseen(&x, &t.with(0, &[(AGE, Value::Number(35.0))])), (0, 1));
+        assert_eq!(t.support.unseen(&x, &t.with(0, &[(AGE, Value::Number(31.0))])), (1, 1));
+        let cand = t.with(0, &[(AGE, Value::Number(31.0)), (GAIN, Value::Number(100.7)), (HOURS, Value::Number(41.3))]);
+        assert_eq!(t.support.unseen(&x, &cand), (2, 2), "hours has range support");
+        // A value reported the way `explain` reports it: decoded, rounded to four decimals,
+        // re-encoded.
+        for raw in [100.5, 2000.25] {
+            let cand = t.with(0, &[(GAIN, Value::Number(raw))]);
+            let rounded: Vec<Value> = t
+                .raw(&cand)
+                .into_iter()
+                .map(|v| match v {
+                    Value::Number(n) => Value::Number((n * 1e4).round() / 1e4),
+                    c => c,
+                })
+                .collect();
+            let reported = t.encoding.encode_row(&rounded).unwrap();
+            assert_eq!(t.support.unseen(&x, &reported), (0, 1), "gain {raw}");
+        }
+        assert_eq!(t.support.unseen(&x, &t.with(0, &[(GAIN, Value::Number(100.51))])), (1, 1));
+        // Integers compare as decoded whole numbers: a value off by a rounding error is the same.
+        let mut near = x.clone();
+        near[0] = t.enc(AGE, 35.2);
+        assert_eq!(t.support.unseen(&x, &near), (0, 1));
+        let mut nan = x.clone();
+        nan[0] = f32::NAN;
+        assert_eq!(t.support.unseen(&x, &nan), (1, 1));
+        assert_eq!(t.support.unseen(&x, &x[1..]), (3, 3), "wrong length: every observed feature");
+    }
+
+    #[test]
+    fn test_unseen_tolerates_the_report_round_trip_of_continuous_values() {
+        let schema = Schema::from_toml(
+            "name = \"amounts\"\n[target]\ncolumn = \"y\"\nfavourable = \"1\"\n\
+             classes = [{ name = \"0\", values = [\"0\"] }, { name = \"1\", values = [\"1\"] }]\n\
+             [[feature]]\nname = \"amount\"\nkind = \"continuous\"\nsupport = \"observed\"\n",
+            "amounts.toml",
+        )
+        .unwrap();
+        let mut csv = String::from("amount,y\n");
+        for k in 0..400 {
+            // Seven decimals: more than a report keeps.
+            csv.push_str(&format!("{:.7},{}\n", -2.0 + f64::from(k) * 0.0123457 + f64::from(k % 7) * 3e-7, k % 2));
+        }
+        let input = Input { name: "amounts.csv".into(), bytes: csv.into_bytes(), skip_lines: 0 };
+        let table = Table::read(&schema, &[input]).unwrap();
+        let all: Vec<usize> = (0..table.len()).collect();
+        let encoding = Encoding::fit(&table, &all).unwrap();
+        let rows = encoding.encode_rows(&table, &all).unwrap();
+        let support = Support::new(&encoding, &rows.data);
+        let x = rows.row(0);
+        let mut moved = 0;
+        for row in rows.rows().skip(1) {
+            let Value::Number(n) = encoding.decode(row).unwrap()[0] else { unreachable!() };
+            let reported = encoding.encode_row(&[Value::Number((n * 1e4).round() / 1e4)]).unwrap();
+            moved += usize::from(reported[0].to_bits() != row[0].to_bits());
+            assert_eq!(support.unseen(x, &reported), (0, 1), "{n}");
+            let off = encoding.encode_row(&[Value::Number((n * 1e4).round() / 1e4 + 0.001)]).unwrap();
+            assert_eq!(support.unseen(x, &off), (1, 1), "{n} + 0.001");
+        }
+        assert!(moved > 0, "the round trip changes some encoded values");
+    }
+
+    #[test]
+    fn test_adult_link_holds_on_every_training_row() {
+        let schema = crate::data::builtin_schema("adult").unwrap();
+        assert_eq!(schema.links().len(), 1);
+        let prepared = crate::data::prepare(crate::data::load_adult().unwrap(), crate::data::TEST_FRACTION, 1).unwrap();
+        let e = &prepared.encoding;
+        let names = |j: &usize| e.attributes()[*j].name.as_str();
+        let link = &e.links()[0];
+        assert_eq!(link.kind, LinkKind::ObservedCombinations);
+        assert_eq!(link.features.iter().map(names).collect::<Vec<_>>(), ["marital-status", "relationship", "sex"]);
+        let support = Support::new(e, &prepared.train.data);
+        assert!(prepared.train.rows().all(|row| support.link_violations(row) == 0));
+        // Every integer feature has observed support; capital-gain holds about 120 values.
+        let gain = e.feature_index("capital-gain").unwrap();
+        assert!((100..=121).contains(&support.observed(gain).unwrap().len()));
+        // A married husband who is made divorced breaks the link; repair makes him unmarried
+        // or living alone, never a divorced husband.
+        let husband = e.category_index(e.feature_index("relationship").unwrap(), "Husband").unwrap();
+        let marital = e.feature_index("marital-status").unwrap();
+        let divorced = Value::Category(e.category_index(marital, "Divorced").unwrap());
+        let i = prepared
+            .split
+            .train
+            .iter()
+            .position(|&r| prepared.table.row(r)[e.feature_index("relationship").unwrap()] == Value::Category(husband))
+            .unwrap();
+        let x = prepared.train.row(i).to_vec();
+        let mut raw = e.decode(&x).unwrap();
+        raw[marital] = divorced;
+        let mut cand = e.encode_row(&raw).unwrap();
+        assert_eq!(support.link_violations(&cand), 1);
+        assert!(support.repair(&x, &mut cand));
+        assert_eq!(support.link_violations(&cand), 0);
+        let after = e.decode(&cand).unwrap();
+        assert_eq!(after[marital], divorced);
+        assert_ne!(after[e.feature_index("relationship").unwrap()], Value::Category(husband));
+        assert_eq!(after[e.feature_index("sex").unwrap()], raw[e.feature_index("sex").unwrap()], "sex kept");
+    }
+}

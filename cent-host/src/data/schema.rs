@@ -715,6 +715,104 @@ kind = "continuous"
         assert!(invalid_problem(&scalar).contains("categorical features only"));
     }
 
+    const LINKED: &str = r#"
+name = "toy"
+dropped = ["edu-label"]
+[target]
+column = "y"
+favourable = "yes"
+classes = [{ name = "no", values = ["0"] }, { name = "yes", values = ["1"] }]
+[[feature]]
+name = "age"
+kind = "integer"
+[[feature]]
+name = "income"
+kind = "continuous"
+[[feature]]
+name = "status"
+kind = "categorical"
+[[feature]]
+name = "role"
+kind = "categorical"
+[[feature]]
+name = "sex"
+kind = "binary"
+[[link]]
+kind = "observed_combinations"
+features = ["status", "role", "sex", "age"]
+[[link]]
+kind = "one_to_one"
+features = ["income", "age"]
+"#;
+
+    /// `LINKED` with its first link's feature list replaced.
+    fn first_link(features: &str) -> String {
+        LINKED.replace(r#"["status", "role", "sex", "age"]"#, features)
+    }
+
+    #[test]
+    fn test_support_defaults_and_links_resolve() {
+        let s = Schema::from_toml(LINKED, "toy.toml").unwrap();
+        let supports: Vec<_> = s.features.iter().map(FeatureSpec::support).collect();
+        use ValueSupport::{Observed, Range};
+        assert_eq!(supports, [Observed, Range, Range, Range, Range]);
+        assert_eq!(s.links[0].line, 25);
+        let links = s.links();
+        assert_eq!(links[0], Link { kind: LinkKind::ObservedCombinations, features: vec![2, 3, 4, 0] });
+        assert_eq!(links[1], Link { kind: LinkKind::OneToOne, features: vec![1, 0] });
+        let flipped = LINKED
+            .replace("kind = \"integer\"", "kind = \"integer\"\nsupport = \"range\"")
+            .replace("kind = \"continuous\"", "kind = \"continuous\"\nsupport = \"observed\"");
+        let s = Schema::from_toml(&flipped, "toy.toml").unwrap();
+        assert_eq!(s.features[0].support(), Range);
+        assert_eq!(s.features[1].support(), Observed);
+    }
+
+    #[test]
+    fn test_support_on_a_category_names_file_and_feature() {
+        for kind in ["categorical", "binary"] {
+            let text = MINIMAL.replace("kind = \"continuous\"", &format!("kind = \"{kind}\"\nsupport = \"observed\""));
+            let err = Schema::from_toml(&text, "data/schemas/toy.toml").unwrap_err().to_string();
+            assert!(err.starts_with("data/schemas/toy.toml: feature `x`: support applies to continuous and integer"), "{err}");
+        }
+        let bad = MINIMAL.replace("kind = \"continuous\"", "kind = \"continuous\"\nsupport = \"seen\"");
+        let err = Schema::from_toml(&bad, "toy.toml").unwrap_err();
+        assert!(matches!(err, SchemaError::Syntax { line: 10, .. }), "{err:?}");
+    }
+
+    #[test]
+    fn test_link_errors_name_file_link_and_feature() {
+        let cases = [
+            (first_link(r#"["status", "salary"]"#), "unknown feature `salary`; features: age, income, status, role, sex"),
+            (first_link(r#"["status"]"#), "a link needs at least two features, found 1"),
+            (first_link(r#"["status", "role", "status"]"#), "feature `status` listed twice"),
+            (first_link(r#"["status", "income"]"#), "feature `income` is continuous; observed_combinations takes"),
+            (first_link(r#"["status", "edu-label"]"#), "`edu-label` is a dropped column"),
+            (LINKED.replace(r#"["income", "age"]"#, r#"["income", "age", "sex"]"#), "a one_to_one link has exactly two"),
+            (LINKED.replace(r#"["income", "age"]"#, "[]"), "a link needs at least two features, found 0"),
+        ];
+        for (text, want) in cases {
+            let err = Schema::from_toml(&text, "data/schemas/toy.toml").unwrap_err().to_string();
+            assert!(err.starts_with("data/schemas/toy.toml: link "), "{err}");
+            assert!(err.contains(want), "{err}");
+        }
+        let err = Schema::from_toml(&first_link(r#"["status", "salary"]"#), "t.toml").unwrap_err().to_string();
+        assert!(err.starts_with("t.toml: link 1 (line 25, observed_combinations of status, salary): "), "{err}");
+        let err = Schema::from_toml(&LINKED.replace(r#"["income", "age"]"#, "[]"), "t.toml").unwrap_err().to_string();
+        assert!(err.starts_with("t.toml: link 2 (line 28, one_to_one of ): "), "{err}");
+    }
+
+    #[test]
+    fn test_link_unknown_key_or_kind_is_a_syntax_error_with_line() {
+        let extra = LINKED.replace("kind = \"one_to_one\"", "kind = \"one_to_one\"\nweight = 2");
+        let err = Schema::from_toml(&extra, "toy.toml").unwrap_err();
+        let SchemaError::Syntax { line, ref message, .. } = err else { panic!("{err:?}") };
+        assert_eq!(line, 28);
+        assert!(message.contains("weight"), "{message}");
+        let kind = LINKED.replace("\"one_to_one\"", "\"same\"");
+        assert!(matches!(Schema::from_toml(&kind, "toy.toml"), Err(SchemaError::Syntax { line: 27, .. })));
+    }
+
     #[test]
     fn test_line_column() {
         assert_eq!(line_column("ab\ncd\nef", 4), (2, 2));
