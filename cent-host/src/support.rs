@@ -227,8 +227,12 @@ impl Observed {
 
 impl LinkTable {
     fn new(kind: LinkKind, features: &[usize], layout: &[core::Feature], rows: &[&[f32]]) -> LinkTable {
-        let mut table =
-            LinkTable { kind, features: features.to_vec(), counts: BTreeMap::new(), values: vec![BTreeMap::new(); features.len()] };
+        let mut table = LinkTable {
+            kind,
+            features: features.to_vec(),
+            counts: BTreeMap::new(),
+            values: vec![BTreeMap::new(); features.len()],
+        };
         for row in rows {
             let Some(codes) = table.codes(layout, row) else { continue };
             for ((values, &j), &c) in table.values.iter_mut().zip(features).zip(&codes) {
@@ -270,9 +274,11 @@ impl LinkTable {
             (LinkKind::ObservedCombinations, _) => self.closest(&now, &changed).cloned(),
         };
         let Some(target) = target else { return false };
-        self.features.iter().enumerate().filter(|&(k, _)| target[k] != now[k]).all(|(k, &j)| {
-            layout.get(j).is_some_and(|f| write(f, target[k], &self.values[k], cand))
-        })
+        self.features
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| target[k] != now[k])
+            .all(|(k, &j)| layout.get(j).is_some_and(|f| write(f, target[k], &self.values[k], cand)))
     }
 
     /// The code the rows pair most often with code `c` of side `side` of a two-feature link
@@ -460,7 +466,8 @@ age,gain,hours,status,role,sex,edu,years,y
     #[test]
     fn test_observed_values_per_support() {
         let t = toy();
-        let ages: Vec<f32> = [20.0, 21.0, 22.0, 30.0, 33.0, 35.0, 40.0, 45.0, 50.0, 60.0].map(|a| t.enc(AGE, a)).to_vec();
+        let ages: Vec<f32> =
+            [20.0, 21.0, 22.0, 30.0, 33.0, 35.0, 40.0, 45.0, 50.0, 60.0].map(|a| t.enc(AGE, a)).to_vec();
         assert_eq!(t.support.observed(AGE).unwrap(), ages.as_slice());
         let gains = t.support.observed(GAIN).unwrap();
         assert_eq!(gains.len(), 3);
@@ -488,7 +495,11 @@ age,gain,hours,status,role,sex,edu,years,y
         for &value in &grid {
             for &lo in &ends {
                 for &hi in &ends {
-                    assert_eq!(t.support.snap(AGE, value, lo, hi), brute(value, lo, hi), "value {value} in ({lo}, {hi}]");
+                    assert_eq!(
+                        t.support.snap(AGE, value, lo, hi),
+                        brute(value, lo, hi),
+                        "value {value} in ({lo}, {hi}]"
+                    );
                 }
             }
         }
@@ -534,7 +545,10 @@ age,gain,hours,status,role,sex,edu,years,y
         let mut cand = t.with(0, &[(STATUS, t.cat(STATUS, "divorced"))]);
         assert!(t.support.repair(&x, &mut cand));
         let raw = t.raw(&cand);
-        assert_eq!((raw[STATUS], raw[ROLE], raw[SEX]), (t.cat(STATUS, "divorced"), t.cat(ROLE, "alone"), t.cat(SEX, "m")));
+        assert_eq!(
+            (raw[STATUS], raw[ROLE], raw[SEX]),
+            (t.cat(STATUS, "divorced"), t.cat(ROLE, "alone"), t.cat(SEX, "m"))
+        );
         assert_eq!(cand[..3], x[..3], "features outside the link are untouched");
         // A husband who becomes a wife must become female: the caller's constraint check
         // rejects that when sex is immutable, repair just reports the repaired row.

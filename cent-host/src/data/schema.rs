@@ -514,7 +514,9 @@ impl Schema {
             return err("ordered applies to categorical features only");
         }
         if categorical && f.support.is_some() {
-            return err("support applies to continuous and integer features only (categories are always observed values)");
+            return err(
+                "support applies to continuous and integer features only (categories are always observed values)",
+            );
         }
         if f.ordered && f.categories.is_none() {
             return err("ordered = true needs the order: list `categories` from lowest to highest");
@@ -773,7 +775,10 @@ features = ["income", "age"]
         for kind in ["categorical", "binary"] {
             let text = MINIMAL.replace("kind = \"continuous\"", &format!("kind = \"{kind}\"\nsupport = \"observed\""));
             let err = Schema::from_toml(&text, "data/schemas/toy.toml").unwrap_err().to_string();
-            assert!(err.starts_with("data/schemas/toy.toml: feature `x`: support applies to continuous and integer"), "{err}");
+            assert!(
+                err.starts_with("data/schemas/toy.toml: feature `x`: support applies to continuous and integer"),
+                "{err}"
+            );
         }
         let bad = MINIMAL.replace("kind = \"continuous\"", "kind = \"continuous\"\nsupport = \"seen\"");
         let err = Schema::from_toml(&bad, "toy.toml").unwrap_err();
@@ -783,12 +788,18 @@ features = ["income", "age"]
     #[test]
     fn test_link_errors_name_file_link_and_feature() {
         let cases = [
-            (first_link(r#"["status", "salary"]"#), "unknown feature `salary`; features: age, income, status, role, sex"),
+            (
+                first_link(r#"["status", "salary"]"#),
+                "unknown feature `salary`; features: age, income, status, role, sex",
+            ),
             (first_link(r#"["status"]"#), "a link needs at least two features, found 1"),
             (first_link(r#"["status", "role", "status"]"#), "feature `status` listed twice"),
             (first_link(r#"["status", "income"]"#), "feature `income` is continuous; observed_combinations takes"),
             (first_link(r#"["status", "edu-label"]"#), "`edu-label` is a dropped column"),
-            (LINKED.replace(r#"["income", "age"]"#, r#"["income", "age", "sex"]"#), "a one_to_one link has exactly two"),
+            (
+                LINKED.replace(r#"["income", "age"]"#, r#"["income", "age", "sex"]"#),
+                "a one_to_one link has exactly two",
+            ),
             (LINKED.replace(r#"["income", "age"]"#, "[]"), "a link needs at least two features, found 0"),
         ];
         for (text, want) in cases {
