@@ -1,5 +1,7 @@
 //! The TOML description of a dataset: where its files come from, how to read them, which rows
-//! to keep, which column is the target and how each feature is encoded and constrained.
+//! to keep, which column is the target, how each feature is encoded and constrained, which
+//! values a counterfactual may take (`support`) and which features must agree as in the data
+//! (`[[link]]`, checked here and resolved to feature positions by [`Schema::links`]).
 //!
 //! Every table denies unknown fields, so a misspelt key is an error naming the schema file,
 //! line and column rather than a silently ignored setting. See `data/README.md` for the format.
