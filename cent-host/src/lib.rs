@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod neighbors;
 pub mod onnx;
 pub mod quantize;
+pub mod support;
 pub mod surrogate;
 pub mod text;
 pub mod train;

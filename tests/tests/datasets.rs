@@ -3,7 +3,8 @@
 
 mod common;
 
-use cent_host::data::{TEST_FRACTION, load_builtin, prepare};
+use cent_host::data::{TEST_FRACTION, Value, load_builtin, prepare};
+use cent_host::support::Support;
 
 /// (name, rows kept, filtered, missing, favourable rows, features, encoded columns), as in
 /// `data/README.md`.
@@ -39,4 +40,42 @@ fn test_credit_loads_and_fits_the_core() {
 #[test]
 fn test_heloc_loads_and_fits_the_core() {
     check("heloc");
+}
+
+/// The links a built-in schema declares hold on every training row, and break on a row with a
+/// combination the data never have: `(feature, raw value)` changes of the first training row.
+fn check_links(name: &str, links: usize, breaking: &[(&str, Value)]) {
+    let Some(cache) = common::datasets::fetched(name) else { return };
+    let p = prepare(load_builtin(name, &cache).unwrap(), TEST_FRACTION, 7).unwrap();
+    assert_eq!(p.encoding.links().len(), links, "{name}");
+    let support = Support::new(&p.encoding, &p.train.data);
+    for (i, row) in p.train.rows().enumerate() {
+        assert_eq!(support.link_violations(row), 0, "{name}: training row {i}");
+    }
+    if breaking.is_empty() {
+        return;
+    }
+    let mut raw = p.encoding.decode(p.train.row(0)).unwrap();
+    for &(feature, value) in breaking {
+        raw[p.encoding.feature_index(feature).unwrap()] = value;
+    }
+    let row = p.encoding.encode_row(&raw).unwrap();
+    assert!(support.link_violations(&row) > 0, "{name}: {breaking:?}");
+}
+
+#[test]
+fn test_compas_declares_no_link() {
+    check_links("compas", 0, &[]);
+}
+
+#[test]
+fn test_credit_links_hold_on_training_rows() {
+    // Revolving credit this month right after two months of delay.
+    check_links("credit", 5, &[("PAY_0", Value::Number(0.0)), ("PAY_2", Value::Number(2.0))]);
+}
+
+#[test]
+fn test_heloc_links_hold_on_training_rows() {
+    // Never delinquent (8), yet the last delinquency 12 months ago.
+    check_links("heloc", 1, &[("MaxDelqEver", Value::Number(8.0)), ("MSinceMostRecentDelq", Value::Number(12.0))]);
 }

@@ -5,7 +5,7 @@
 //! The per-feature layout is the core's own [`core::Feature`], so the host and the device
 //! encode and decode with the same arithmetic.
 
-use super::schema::join;
+use super::schema::{Link, join};
 use super::table::{Attribute, Table, Value};
 use cent_nostd::capacity::{CLASSES, COLUMNS, FEATURES};
 use cent_nostd::schema as core;
@@ -99,6 +99,8 @@ pub enum QueryError {
 pub struct Encoding {
     dataset: String,
     attributes: Vec<Attribute>,
+    /// The schema's links between features (used by [`crate::support::Support`]).
+    links: Vec<Link>,
     /// Standard deviation of every encoded column over the training rows.
     column_sigma: Vec<f32>,
     classes: Vec<String>,
@@ -125,6 +127,7 @@ impl Encoding {
         let mut encoding = Encoding {
             dataset: table.name().to_string(),
             attributes: table.attributes().to_vec(),
+            links: table.links().to_vec(),
             column_sigma: Vec::new(),
             classes: table.classes().to_vec(),
             favourable: table.favourable(),
@@ -178,6 +181,11 @@ impl Encoding {
     /// Loaded attributes (names, categories, schema constraints) in feature order.
     pub fn attributes(&self) -> &[Attribute] {
         &self.attributes
+    }
+
+    /// The schema's links between features, positions as in [`Encoding::attributes`].
+    pub fn links(&self) -> &[Link] {
+        &self.links
     }
 
     /// Encoded layout of feature `j` (columns, range, sigma, cost, mutability).

@@ -25,7 +25,7 @@ pub mod table;
 
 pub use encoding::{EncodeError, Encoding, LookupError, Matrix, QueryError};
 pub use fetch::{FetchError, fetch};
-pub use schema::{Schema, SchemaError};
+pub use schema::{Link, LinkKind, Schema, SchemaError, ValueSupport};
 pub use split::{Split, TEST_FRACTION, split};
 pub use table::{Attribute, Input, LoadError, LoadReport, Table, Value};
 

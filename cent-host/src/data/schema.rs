@@ -1,5 +1,7 @@
 //! The TOML description of a dataset: where its files come from, how to read them, which rows
-//! to keep, which column is the target and how each feature is encoded and constrained.
+//! to keep, which column is the target, how each feature is encoded and constrained, which
+//! values a counterfactual may take (`support`) and which features must agree as in the data
+//! (`[[link]]`, checked here and resolved to feature positions by [`Schema::links`]).
 //!
 //! Every table denies unknown fields, so a misspelt key is an error naming the schema file,
 //! line and column rather than a silently ignored setting. See `data/README.md` for the format.
@@ -32,6 +34,9 @@ pub struct Schema {
     /// Logical features in encoding order.
     #[serde(rename = "feature")]
     pub features: Vec<FeatureSpec>,
+    /// Features whose values must agree with each other as they do in the data.
+    #[serde(rename = "link", default)]
+    pub links: Vec<LinkSpec>,
     /// Where the schema was read from (file path or `builtin:<name>`), for error messages.
     #[serde(skip)]
     pub origin: String,
@@ -238,6 +243,8 @@ pub struct FeatureSpec {
     /// Moves allowed again after `forbid` (exceptions).
     #[serde(default)]
     pub allow: Vec<Transition>,
+    /// Which values a counterfactual may give a numeric feature (default: [`FeatureSpec::support`]).
+    pub support: Option<ValueSupport>,
 }
 
 fn unit_cost() -> f32 {
@@ -249,6 +256,66 @@ impl FeatureSpec {
     pub fn column_name(&self) -> &str {
         self.column.as_deref().unwrap_or(&self.name)
     }
+
+    /// The declared support, else `observed` for an integer feature and `range` for every
+    /// other kind (categories are always values of the data).
+    pub fn support(&self) -> ValueSupport {
+        self.support.unwrap_or(match self.kind {
+            Kind::Integer => ValueSupport::Observed,
+            _ => ValueSupport::Range,
+        })
+    }
+}
+
+/// Which values a counterfactual may give a numeric feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueSupport {
+    /// Only values some training row holds (capital-gain has 121 distinct values in Adult).
+    Observed,
+    /// Any value of the feature's range.
+    Range,
+}
+
+/// How the features of a [`LinkSpec`] depend on each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    /// Two features whose values determine each other: when one moves, the other takes the
+    /// value the data pair with it.
+    OneToOne,
+    /// Two or more categorical, binary or integer features whose values must form a
+    /// combination some training row holds.
+    ObservedCombinations,
+}
+
+impl LinkKind {
+    /// The name used in schema files.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkKind::OneToOne => "one_to_one",
+            LinkKind::ObservedCombinations => "observed_combinations",
+        }
+    }
+}
+
+/// A `[[link]]` table as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub kind: LinkKind,
+    /// Feature names, with their place in the schema file for error messages.
+    pub features: toml::Spanned<Vec<String>>,
+    /// 1-based line of `features` in the schema file (0 when unknown).
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// A checked link: its kind and the indices of its features in encoding order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub kind: LinkKind,
+    pub features: Vec<usize>,
 }
 
 /// Category moves `from` any of a list `to` any of a list.
@@ -280,6 +347,9 @@ impl Schema {
     pub fn from_toml(text: &str, origin: &str) -> Result<Schema, SchemaError> {
         let mut schema: Schema = toml::from_str(text).map_err(|e| syntax_error(&e, text, origin))?;
         schema.origin = origin.to_string();
+        for link in &mut schema.links {
+            link.line = line_column(text, link.features.span().start).0;
+        }
         schema.check()?;
         Ok(schema)
     }
@@ -292,6 +362,11 @@ impl Schema {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| SchemaError::Io { path: shown.clone(), source })?;
         Schema::from_toml(&text, &shown)
+    }
+
+    /// The checked links, feature names resolved to positions in `features`.
+    pub fn links(&self) -> Vec<Link> {
+        self.links.iter().enumerate().filter_map(|(i, l)| self.resolve_link(i, l).ok()).collect()
     }
 
     /// Position of the favourable class.
@@ -320,7 +395,48 @@ impl Schema {
             }
             self.check_feature(f)?;
         }
-        self.check_dropped()
+        self.check_dropped()?;
+        self.links.iter().enumerate().try_for_each(|(i, l)| self.resolve_link(i, l).map(drop))
+    }
+
+    /// Resolves link `i`: at least two distinct, known features (exactly two for `one_to_one`),
+    /// none continuous in `observed_combinations`.
+    fn resolve_link(&self, i: usize, link: &LinkSpec) -> Result<Link, SchemaError> {
+        let names = link.features.get_ref();
+        let place = format!(
+            "link {} (line {}, {} of {})",
+            i + 1,
+            link.line,
+            link.kind.name(),
+            join(names.iter().map(String::as_str))
+        );
+        let err = |problem: String| Err(self.invalid(place.clone(), problem));
+        if names.len() < 2 {
+            return err(format!("a link needs at least two features, found {}", names.len()));
+        }
+        if link.kind == LinkKind::OneToOne && names.len() != 2 {
+            return err(format!("a one_to_one link has exactly two features, found {}", names.len()));
+        }
+        let mut features = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(j) = self.features.iter().position(|f| f.name == *name) else {
+                if self.dropped.contains(name) {
+                    return err(format!("`{name}` is a dropped column (listed in `dropped`), not a feature"));
+                }
+                let valid = join(self.features.iter().map(|f| f.name.as_str()));
+                return err(format!("unknown feature `{name}`; features: {valid}"));
+            };
+            if features.contains(&j) {
+                return err(format!("feature `{name}` listed twice"));
+            }
+            if link.kind == LinkKind::ObservedCombinations && self.features[j].kind == Kind::Continuous {
+                return err(format!(
+                    "feature `{name}` is continuous; observed_combinations takes categorical, binary and integer features"
+                ));
+            }
+            features.push(j);
+        }
+        Ok(Link { kind: link.kind, features })
     }
 
     fn check_csv(&self) -> Result<(), SchemaError> {
@@ -398,6 +514,11 @@ impl Schema {
         }
         if f.ordered && f.kind != Kind::Categorical {
             return err("ordered applies to categorical features only");
+        }
+        if categorical && f.support.is_some() {
+            return err(
+                "support applies to continuous and integer features only (categories are always observed values)",
+            );
         }
         if f.ordered && f.categories.is_none() {
             return err("ordered = true needs the order: list `categories` from lowest to highest");
@@ -596,6 +717,113 @@ kind = "continuous"
         assert!(invalid_problem(&bare).contains("list `categories` from lowest to highest"));
         let scalar = MINIMAL.replace("kind = \"continuous\"", "kind = \"integer\"\nordered = true");
         assert!(invalid_problem(&scalar).contains("categorical features only"));
+    }
+
+    const LINKED: &str = r#"
+name = "toy"
+dropped = ["edu-label"]
+[target]
+column = "y"
+favourable = "yes"
+classes = [{ name = "no", values = ["0"] }, { name = "yes", values = ["1"] }]
+[[feature]]
+name = "age"
+kind = "integer"
+[[feature]]
+name = "income"
+kind = "continuous"
+[[feature]]
+name = "status"
+kind = "categorical"
+[[feature]]
+name = "role"
+kind = "categorical"
+[[feature]]
+name = "sex"
+kind = "binary"
+[[link]]
+kind = "observed_combinations"
+features = ["status", "role", "sex", "age"]
+[[link]]
+kind = "one_to_one"
+features = ["income", "age"]
+"#;
+
+    /// `LINKED` with its first link's feature list replaced.
+    fn first_link(features: &str) -> String {
+        LINKED.replace(r#"["status", "role", "sex", "age"]"#, features)
+    }
+
+    #[test]
+    fn test_support_defaults_and_links_resolve() {
+        let s = Schema::from_toml(LINKED, "toy.toml").unwrap();
+        let supports: Vec<_> = s.features.iter().map(FeatureSpec::support).collect();
+        use ValueSupport::{Observed, Range};
+        assert_eq!(supports, [Observed, Range, Range, Range, Range]);
+        assert_eq!(s.links[0].line, 25);
+        let links = s.links();
+        assert_eq!(links[0], Link { kind: LinkKind::ObservedCombinations, features: vec![2, 3, 4, 0] });
+        assert_eq!(links[1], Link { kind: LinkKind::OneToOne, features: vec![1, 0] });
+        let flipped = LINKED
+            .replace("kind = \"integer\"", "kind = \"integer\"\nsupport = \"range\"")
+            .replace("kind = \"continuous\"", "kind = \"continuous\"\nsupport = \"observed\"");
+        let s = Schema::from_toml(&flipped, "toy.toml").unwrap();
+        assert_eq!(s.features[0].support(), Range);
+        assert_eq!(s.features[1].support(), Observed);
+    }
+
+    #[test]
+    fn test_support_on_a_category_names_file_and_feature() {
+        for kind in ["categorical", "binary"] {
+            let text = MINIMAL.replace("kind = \"continuous\"", &format!("kind = \"{kind}\"\nsupport = \"observed\""));
+            let err = Schema::from_toml(&text, "data/schemas/toy.toml").unwrap_err().to_string();
+            assert!(
+                err.starts_with("data/schemas/toy.toml: feature `x`: support applies to continuous and integer"),
+                "{err}"
+            );
+        }
+        let bad = MINIMAL.replace("kind = \"continuous\"", "kind = \"continuous\"\nsupport = \"seen\"");
+        let err = Schema::from_toml(&bad, "toy.toml").unwrap_err();
+        assert!(matches!(err, SchemaError::Syntax { line: 10, .. }), "{err:?}");
+    }
+
+    #[test]
+    fn test_link_errors_name_file_link_and_feature() {
+        let cases = [
+            (
+                first_link(r#"["status", "salary"]"#),
+                "unknown feature `salary`; features: age, income, status, role, sex",
+            ),
+            (first_link(r#"["status"]"#), "a link needs at least two features, found 1"),
+            (first_link(r#"["status", "role", "status"]"#), "feature `status` listed twice"),
+            (first_link(r#"["status", "income"]"#), "feature `income` is continuous; observed_combinations takes"),
+            (first_link(r#"["status", "edu-label"]"#), "`edu-label` is a dropped column"),
+            (
+                LINKED.replace(r#"["income", "age"]"#, r#"["income", "age", "sex"]"#),
+                "a one_to_one link has exactly two",
+            ),
+            (LINKED.replace(r#"["income", "age"]"#, "[]"), "a link needs at least two features, found 0"),
+        ];
+        for (text, want) in cases {
+            let err = Schema::from_toml(&text, "data/schemas/toy.toml").unwrap_err().to_string();
+            assert!(err.starts_with("data/schemas/toy.toml: link "), "{err}");
+            assert!(err.contains(want), "{err}");
+        }
+        let err = Schema::from_toml(&first_link(r#"["status", "salary"]"#), "t.toml").unwrap_err().to_string();
+        assert!(err.starts_with("t.toml: link 1 (line 25, observed_combinations of status, salary): "), "{err}");
+        let err = Schema::from_toml(&LINKED.replace(r#"["income", "age"]"#, "[]"), "t.toml").unwrap_err().to_string();
+        assert!(err.starts_with("t.toml: link 2 (line 28, one_to_one of ): "), "{err}");
+    }
+
+    #[test]
+    fn test_link_unknown_key_or_kind_is_a_syntax_error_with_line() {
+        let extra = LINKED.replace("kind = \"one_to_one\"", "kind = \"one_to_one\"\nweight = 2");
+        let err = Schema::from_toml(&extra, "toy.toml").unwrap_err();
+        let SchemaError::Syntax { line, ref message, .. } = err else { panic!("{err:?}") };
+        assert_eq!(line, 28);
+        assert!(message.contains("weight"), "{message}");
+        let kind = LINKED.replace("\"one_to_one\"", "\"same\"");
+        assert!(matches!(Schema::from_toml(&kind, "toy.toml"), Err(SchemaError::Syntax { line: 27, .. })));
     }
 
     #[test]

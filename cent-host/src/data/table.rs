@@ -4,7 +4,7 @@
 //! the [`LoadReport`]), and every other problem is an error naming the file, the line as
 //! numbered in the file, the column and what was expected.
 
-use super::schema::{FeatureSpec, Filter, FilterValue, Kind, Op, Scalar, Schema, join};
+use super::schema::{FeatureSpec, Filter, FilterValue, Kind, Link, Op, Scalar, Schema, ValueSupport, join};
 use cent_nostd::schema as core;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,8 @@ pub struct Attribute {
     pub transitions: Vec<(usize, usize, bool)>,
     /// A categorical feature whose categories are in order (lowest first).
     pub ordered: bool,
+    /// Which values a counterfactual may give it (numeric features; `Range` for the others).
+    pub support: ValueSupport,
 }
 
 /// What happened to the data rows while loading.
@@ -96,6 +98,8 @@ pub enum LoadError {
 pub struct Table {
     name: String,
     attributes: Vec<Attribute>,
+    /// The schema's links between attributes.
+    links: Vec<Link>,
     /// Row-major, `attributes.len()` values per row.
     values: Vec<Value>,
     labels: Vec<usize>,
@@ -158,6 +162,11 @@ impl Table {
     /// Logical features in encoding order.
     pub fn attributes(&self) -> &[Attribute] {
         &self.attributes
+    }
+
+    /// The schema's links, feature positions as in [`Table::attributes`].
+    pub fn links(&self) -> &[Link] {
+        &self.links
     }
 
     /// Raw values of row `i`, one per attribute.
@@ -464,6 +473,7 @@ impl<'s> Loader<'s> {
         Ok(Table {
             name: schema.name.clone(),
             attributes,
+            links: schema.links(),
             values,
             labels: self.labels,
             classes: schema.target.classes.iter().map(|c| c.name.clone()).collect(),
@@ -640,6 +650,7 @@ fn attribute(schema: &Schema, spec: &FeatureSpec, categories: Vec<String>) -> Re
         categories,
         transitions,
         ordered: spec.ordered,
+        support: spec.support(),
     })
 }
 
