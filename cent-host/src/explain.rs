@@ -11,6 +11,7 @@ use crate::blackbox::{BlackBox, ModelError};
 use crate::data::{Encoding, QueryError, Value};
 use crate::layers::Mlp;
 use crate::neighbors::Pool;
+use crate::support::Support;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
 use cent_nostd::atlas::MARGIN_LADDER;
 use cent_nostd::counterfactual;
@@ -212,6 +213,8 @@ pub struct Explainer<'a> {
     pool: Pool,
     pool_rows: &'a [f32],
     pool_labels: Vec<usize>,
+    /// Values and combinations of values the pool rows hold.
+    support: Support,
     pub config: Config,
     /// The held-out shuffle of the first query: (neighbour count, seed, permutation). Most
     /// queries have the same count and seed and reuse it.
@@ -285,6 +288,7 @@ impl<'a> Explainer<'a> {
             pool,
             pool_rows,
             pool_labels,
+            support: Support::new(encoding, pool_rows),
             config,
             shuffle: OnceLock::new(),
         })
@@ -399,13 +403,17 @@ impl<'a> Explainer<'a> {
             return Ok(None);
         }
         let cols = x.len();
-        let (rows, _) = self.projected(x, query, ids)?;
+        let mut rows = self.gathered(x, query, ids);
+        // A projected row may pair the query's fixed values with others no person has (sex
+        // kept, relationship taken from the pool): repaired, or left out.
+        let linked: Vec<bool> = rows.chunks_exact_mut(cols).map(|row| self.support.repair(x, row)).collect();
         let proba = self.model.probabilities(&rows)?;
         let classes = self.model.classes();
         let mut found: Vec<(f32, usize)> = Vec::new();
         for (i, (row, p)) in rows.chunks_exact(cols).zip(proba.chunks_exact(classes)).enumerate() {
             let class = argmax(p);
-            if target.matches(class as u8)
+            if linked[i]
+                && target.matches(class as u8)
                 && p[class] >= self.config.min_probability
                 && row != x
                 && counterfactual::check(&self.schema, query, x, row).is_ok()
@@ -452,7 +460,8 @@ impl<'a> Explainer<'a> {
         let ok = target.matches(class as u8)
             && p[class] >= self.config.min_probability
             && row != x
-            && counterfactual::check(&self.schema, query, x, &row).is_ok();
+            && counterfactual::check(&self.schema, query, x, &row).is_ok()
+            && self.data_supported(x, &row);
         Ok(ok.then(|| (row, class, p[class])))
     }
 
@@ -498,6 +507,7 @@ impl<'a> Explainer<'a> {
                     && q[c] >= self.config.min_probability
                     && best.is_none_or(|b| q[c] > b.2)
                     && counterfactual::check(&self.schema, query, x, cand).is_ok()
+                    && self.data_supported(x, cand)
                 {
                     best = Some((i, c, q[c]));
                 }
@@ -612,21 +622,30 @@ impl<'a> Explainer<'a> {
     /// call).
     fn projected(&self, x: &[f32], query: &Query, ids: &[u32]) -> Result<(Vec<f32>, Vec<usize>), ModelError> {
         let cols = self.schema.columns();
+        // Only features the query constrains change a row; with none, the rows are the pool's.
+        if projection(&self.schema, query, x, cols).is_empty() {
+            let rows = self.gathered(x, query, ids);
+            return Ok((rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect()));
+        }
+        let rows = self.gathered(x, query, ids);
+        let labels = self.model.predict(&rows)?;
+        Ok((rows, labels))
+    }
+
+    /// The pool rows `ids`, row-major, projected onto what the query can reach (see
+    /// [`Explainer::projected`]).
+    fn gathered(&self, x: &[f32], query: &Query, ids: &[u32]) -> Vec<f32> {
+        let cols = self.schema.columns();
         let mut rows = Vec::with_capacity(ids.len() * cols);
         for &id in ids {
             let id = id as usize;
             rows.extend_from_slice(&self.pool_rows[id * cols..(id + 1) * cols]);
         }
-        // Only features the query constrains change a row; with none, the rows are the pool's.
         let steps = projection(&self.schema, query, x, cols);
-        if steps.is_empty() {
-            return Ok((rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect()));
-        }
         for row in rows.chunks_exact_mut(cols) {
             apply_projection(&steps, row);
         }
-        let labels = self.model.predict(&rows)?;
-        Ok((rows, labels))
+        rows
     }
 
     /// Columns of features the query lets change (whole one-hot groups out for immutables).
@@ -678,9 +697,12 @@ impl<'a> Explainer<'a> {
             // margins) would only repeat that candidate; it is skipped.
             let mut last: Option<Vec<f32>> = None;
             let mut boundary: Option<Vec<f32>> = None;
+            let bounds = Bounds::of(tree, hit.leaf);
             for step in MARGIN_LADDER {
                 let q = Query { margin: query.margin * step, ..query.clone() };
-                if counterfactual::realize(&self.schema, &q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok() {
+                if counterfactual::realize(&self.schema, &q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok()
+                    && self.supported(x, &bounds, &mut buf)
+                {
                     built = true;
                     if boundary.is_none() {
                         boundary = Some(buf.clone());
@@ -696,7 +718,10 @@ impl<'a> Explainer<'a> {
                 let exemplar = nearest_in_leaf(fitted, &leaf_of, hit.leaf, target, x);
                 if let Some(e) = exemplar.map(|i| &fitted.rows[i * cols..(i + 1) * cols]) {
                     for (t, how) in [(0.5, Realization::Between), (1.0, Realization::Exemplar)] {
-                        if self.toward(x, b, e, t, &mut buf) && tree.route(&buf) == Ok(hit.leaf) {
+                        if self.toward(x, b, e, t, &mut buf)
+                            && self.supported(x, &bounds, &mut buf)
+                            && tree.route(&buf) == Ok(hit.leaf)
+                        {
                             let x_new = self.formatted(x, &buf);
                             if cands.iter().rev().take(MARGIN_LADDER.len() + 2).all(|c| c.x != x_new) {
                                 cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, how, x: x_new });
@@ -708,6 +733,30 @@ impl<'a> Explainer<'a> {
             out.built += usize::from(built);
         }
         Ok(cands)
+    }
+
+    /// Puts a candidate on values the data hold: each changed number of a feature with observed
+    /// support snaps to the nearest value a pool row has inside the leaf's `bounds`, then linked
+    /// features are repaired ([`Support::repair`]). False when the box holds no observed value
+    /// or no observed combination keeps the change: the candidate is dropped.
+    fn supported(&self, x: &[f32], bounds: &Bounds, cand: &mut [f32]) -> bool {
+        for (j, f) in self.schema.features().iter().enumerate() {
+            let c = f.col as usize;
+            if matches!(f.kind, Kind::Continuous | Kind::Integer) && cand[c] != x[c] {
+                let (lo, hi) = bounds.interval(c);
+                match self.support.snap(j, cand[c], lo, hi) {
+                    Some(v) => cand[c] = v,
+                    None => return false,
+                }
+            }
+        }
+        self.support.repair(x, cand)
+    }
+
+    /// True when `x_new` holds only values and combinations the data have where it differs from
+    /// `x`: the re-check of [`Explainer::supported`] on every reported point.
+    fn data_supported(&self, x: &[f32], x_new: &[f32]) -> bool {
+        self.support.broken(x, x_new) == 0 && self.support.unseen(x, x_new).0 == 0
     }
 
     /// Writes into `out` the point `t` of the way from the boundary point `b` to the exemplar
@@ -784,7 +833,8 @@ impl<'a> Explainer<'a> {
             let valid = target.matches(class as u8)
                 && p[class] >= self.config.min_probability
                 && c.x != x
-                && counterfactual::check(&self.schema, query, x, &c.x).is_ok();
+                && counterfactual::check(&self.schema, query, x, &c.x).is_ok()
+                && self.data_supported(x, &c.x);
             if valid {
                 confirmed.push((c, class, p[class]));
             } else {

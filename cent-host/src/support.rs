@@ -159,6 +159,16 @@ impl Support {
         self.links.iter().filter(|l| !l.codes(&self.features, row).is_some_and(|c| l.counts.contains_key(&c))).count()
     }
 
+    /// Number of links `cand` breaks that `x` does not hold as it is: the links a move from `x`
+    /// to `cand` makes false. A person whose own combination is rare keeps it; a counterfactual
+    /// may not create one. A row of the wrong length breaks every link.
+    pub fn broken(&self, x: &[f32], cand: &[f32]) -> usize {
+        if x.len() != self.n_cols || cand.len() != self.n_cols {
+            return self.links.len();
+        }
+        self.links.iter().filter(|l| !l.settled(&self.features, x, cand)).count()
+    }
+
     /// Among the observed-support features whose value changed from `x` to `cand`, how many
     /// hold a value no training row has, and how many changed: `(unseen, changed)`.
     ///
@@ -602,6 +612,11 @@ age,gain,hours,status,role,sex,edu,years,y
         cand[0] = t.enc(AGE, 45.0);
         assert!(t.support.repair(&x, &mut cand));
         assert_eq!(cand[1..], x[1..]);
+        // The factual's own rare combination is no broken link; a move into one is.
+        assert_eq!((t.support.link_violations(&cand), t.support.broken(&x, &cand)), (1, 0));
+        let y = t.row(4);
+        assert_eq!(t.support.broken(&y, &x), 1);
+        assert_eq!(t.support.broken(&y, &x[1..]), t.support.n_links());
         assert!(!t.support.repair(&x[1..], &mut cand));
         assert!(!t.support.repair(&x, &mut cand[1..]));
         let mut nan = x.clone();

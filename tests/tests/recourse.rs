@@ -8,6 +8,7 @@ use cent_host::blackbox::BlackBox;
 use cent_host::explain::{Config, ExplainError, Explainer, Explanation, Realization, Reason};
 use cent_nostd::counterfactual;
 use cent_nostd::schema::{Kind, Mutability};
+use cent_host::support::Support;
 use common::adult;
 
 /// Explains test rows `0..rows` with `config`, keeping the answers.
@@ -42,6 +43,50 @@ fn test_every_counterfactual_has_the_minimum_probability_the_model_confirms() {
     }
 }
 
+/// Brute force over the training rows: every changed whole-number feature (observed support by
+/// default) takes a value some row has, and marital-status × relationship × sex (linked in the
+/// schema) a combination some row has.
+#[test]
+fn test_counterfactual_values_and_combinations_occur_in_the_training_rows() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let train = &a.prepared.train.data;
+    let cols = schema.columns();
+    let linked: Vec<_> = ["marital-status", "relationship", "sex"]
+        .iter()
+        .map(|name| schema.features()[enc.feature_index(name).unwrap()].columns())
+        .collect();
+    let combination = |row: &[f32]| linked.iter().map(|c| row[c.clone()].to_vec()).collect::<Vec<_>>();
+    let seen: std::collections::HashSet<Vec<Vec<u32>>> = train
+        .chunks_exact(cols)
+        .map(|r| combination(r).into_iter().map(|v| v.iter().map(|f| f.to_bits()).collect()).collect())
+        .collect();
+    let (mut numbers, mut combos) = (0, 0);
+    for (row, e) in answers(Config::default(), 40) {
+        let x = a.prepared.test.row(row);
+        for cf in &e.counterfactuals {
+            for f in schema.features().iter().filter(|f| f.kind == Kind::Integer) {
+                let c = f.col as usize;
+                if cf.encoded[c] != x[c] {
+                    let raw = f.decode(cf.encoded[c]);
+                    let found = train.chunks_exact(cols).any(|r| (f.decode(r[c]) - raw).abs() < 1e-3);
+                    assert!(found, "row {row}: value {raw} of column {c} occurs in no training row");
+                    numbers += 1;
+                }
+            }
+            if combination(&cf.encoded) != combination(x) {
+                let bits: Vec<Vec<u32>> =
+                    combination(&cf.encoded).into_iter().map(|v| v.iter().map(|f| f.to_bits()).collect()).collect();
+                assert!(seen.contains(&bits), "row {row}: a marital-status/relationship/sex no person has");
+                combos += 1;
+            }
+        }
+    }
+    assert!(numbers > 0, "no counterfactual changed a whole number");
+    eprintln!("{numbers} changed numbers, {combos} changed combinations checked");
+}
+
 /// Brute force: setting any one changed feature back to the query's value loses the target
 /// class, the required probability or the constraints.
 #[test]
@@ -51,6 +96,7 @@ fn test_no_reported_change_can_be_set_back() {
     let schema = enc.to_core_schema();
     let query = schema.default_query();
     let config = Config::default();
+    let support = Support::new(enc, &a.prepared.train.data);
     for (row, e) in answers(config, 30) {
         let x = a.prepared.test.row(row);
         for cf in &e.counterfactuals {
@@ -68,7 +114,8 @@ fn test_no_reported_change_can_be_set_back() {
                 let class = (0..p.len()).max_by(|&i, &j| p[i].total_cmp(&p[j])).unwrap();
                 let still = class != e.fact.index
                     && p[class] >= config.min_probability
-                    && counterfactual::check(&schema, &query, x, &back).is_ok();
+                    && counterfactual::check(&schema, &query, x, &back).is_ok()
+                    && support.broken(x, &back) == 0;
                 assert!(!still, "row {row}: the change of column {} is not needed", f.col);
             }
         }
