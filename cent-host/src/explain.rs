@@ -161,7 +161,7 @@ pub enum Realization {
 /// One verified counterfactual.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Counterfactual {
-    /// 1 = cheapest.
+    /// 1 = best ranked: the cheapest at plausibility 0, else by the plausibility-weighted score.
     pub rank: usize,
     /// The model's decision for the counterfactual.
     pub class: ClassOut,
@@ -890,11 +890,17 @@ impl<'a> Explainer<'a> {
                 }
             }
         }
-        chosen.truncate(self.config.n);
         let mut slots: Vec<Option<(Candidate, usize, f32)>> = confirmed.into_iter().map(Some).collect();
         for (i, agreement) in chosen {
+            if out.counterfactuals.len() >= self.config.n {
+                break;
+            }
             let Some((c, class, p)) = slots[i].take() else { continue };
             let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
+            // Two leaves may prune down to the same point: it is reported once.
+            if out.counterfactuals.iter().any(|cf| cf.encoded == x_new) {
+                continue;
+            }
             let rank = out.counterfactuals.len() + 1;
             out.counterfactuals.push(Counterfactual {
                 rank,

@@ -262,8 +262,17 @@ impl LinkTable {
         self.features.iter().map(|&j| code(layout.get(j)?, row)).collect()
     }
 
+    /// True when `cand` holds `x`'s encoded values on every feature of the link (compared as
+    /// slices: no decoding, no allocation).
+    fn untouched(&self, layout: &[core::Feature], x: &[f32], cand: &[f32]) -> bool {
+        self.features.iter().all(|&j| layout.get(j).is_some_and(|f| x.get(f.columns()) == cand.get(f.columns())))
+    }
+
     /// True when `cand` satisfies the link or holds `x`'s values on all its features.
     fn settled(&self, layout: &[core::Feature], x: &[f32], cand: &[f32]) -> bool {
+        if self.untouched(layout, x, cand) {
+            return true;
+        }
         match (self.codes(layout, x), self.codes(layout, cand)) {
             (before, Some(now)) => before.as_ref() == Some(&now) || self.counts.contains_key(&now),
             (_, None) => false,
@@ -272,6 +281,9 @@ impl LinkTable {
 
     /// Rewrites `cand` to satisfy this link (see [`Support::repair`]); false when it cannot.
     fn repair(&self, layout: &[core::Feature], x: &[f32], cand: &mut [f32]) -> bool {
+        if self.untouched(layout, x, cand) {
+            return true;
+        }
         let (Some(before), Some(now)) = (self.codes(layout, x), self.codes(layout, cand)) else { return false };
         let changed: Vec<bool> = before.iter().zip(&now).map(|(a, b)| a != b).collect();
         if !changed.contains(&true) || (self.kind == LinkKind::ObservedCombinations && self.counts.contains_key(&now)) {

@@ -6,9 +6,9 @@ mod common;
 
 use cent_host::blackbox::BlackBox;
 use cent_host::explain::{Config, ExplainError, Explainer, Explanation, Realization, Reason};
+use cent_host::support::Support;
 use cent_nostd::counterfactual;
 use cent_nostd::schema::{Kind, Mutability};
-use cent_host::support::Support;
 use common::adult;
 
 /// Explains test rows `0..rows` with `config`, keeping the answers.

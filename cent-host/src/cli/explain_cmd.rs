@@ -464,7 +464,7 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
                     .iter()
                     .map(|ch| format!("{} went from {} to {}", ch.feature, ch.before, ch.after))
                     .collect();
-                let lead = if c.rank == 1 { "Cheapest way" } else { "Alternative" };
+                let lead = if c.rank == 1 { "Suggested" } else { "Alternative" };
                 outln!(
                     "  {lead}: if {}, the model would predict {} (p = {:.2}) — confirmed by the model.",
                     join_and(&changes),
