@@ -219,6 +219,8 @@ fn evaluate_pair(
         }
         results.push(r);
     }
+    let run_seconds = run_start.elapsed().as_secs_f64();
+    let sweep_start = Instant::now();
     let sweep = match results.iter().find(|r| r.summary.method == MethodKind::Cent) {
         Some(cent) => {
             let t = Instant::now();
@@ -242,7 +244,8 @@ fn evaluate_pair(
         balanced_accuracy: scores.balanced_accuracy,
         setup_seconds,
         prepare_seconds,
-        run_seconds: run_start.elapsed().as_secs_f64(),
+        run_seconds,
+        sweep_seconds: sweep_start.elapsed().as_secs_f64(),
         results,
         sweep,
     })

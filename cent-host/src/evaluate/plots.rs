@@ -127,11 +127,14 @@ fn draw_pareto(path: &Path, pair: &PairReport) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     chart.draw_series(std::iter::once(PathElement::new(sweep.clone(), RED))).map_err(|e| e.to_string())?;
     chart
-        .draw_series(pair.sweep.iter().zip(&sweep).map(|(p, &(x, y))| {
-            EmptyElement::at((x, y))
-                + Circle::new((0, 0), 4, RED.filled())
-                + Text::new(format!("cent {}", p.plausibility), (8, 6), label.clone().color(&RED))
-        }))
+        .draw_series(sweep.iter().map(|&(x, y)| EmptyElement::at((x, y)) + Circle::new((0, 0), 4, RED.filled())))
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(
+            sweep_labels(pair)
+                .into_iter()
+                .map(|(text, (x, y))| EmptyElement::at((x, y)) + Text::new(text, (8, 6), label.clone().color(&RED))),
+        )
         .map_err(|e| e.to_string())?;
     if let Some((x, y)) = default {
         let mark = EmptyElement::at((x, y))
@@ -140,6 +143,20 @@ fn draw_pareto(path: &Path, pair: &PairReport) -> Result<(), String> {
         chart.draw_series(std::iter::once(mark)).map_err(|e| e.to_string())?;
     }
     root.present().map_err(|e| e.to_string())
+}
+
+/// One label per distinct point of the sweep, `cent` and the settings that land on it (in
+/// sweep order), so that settings with the same summary do not overprint each other.
+fn sweep_labels(pair: &PairReport) -> Vec<(String, (f64, f64))> {
+    let mut labels: Vec<(String, (f64, f64))> = Vec::new();
+    for p in &pair.sweep {
+        let at = (p.summary.l0, p.summary.ynn);
+        match labels.iter_mut().find(|(_, point)| *point == at) {
+            Some((text, _)) => *text = format!("{text}, {}", p.plausibility),
+            None => labels.push((format!("cent {}", p.plausibility), at)),
+        }
+    }
+    labels
 }
 
 /// Per method (in [`MethodKind::ALL`] order, those present only), the metric's values.
@@ -251,6 +268,7 @@ mod tests {
             setup_seconds: 0.0,
             prepare_seconds: 0.0,
             run_seconds: 0.0,
+            sweep_seconds: 0.0,
             results: vec![result(MethodKind::Cent, &[0.1, 0.2, 0.4]), result(MethodKind::Nun, &[1.0, 2.0])],
             sweep: vec![],
         };

@@ -20,6 +20,8 @@ pub struct PairReport {
     pub prepare_seconds: f64,
     /// Running every method on every factual, measuring included, seconds.
     pub run_seconds: f64,
+    /// CEnt's plausibility sweep, measuring included, seconds.
+    pub sweep_seconds: f64,
     pub results: Vec<MethodResult>,
     /// CEnt's plausibility sweep (empty when none was run).
     pub sweep: Vec<SweepPoint>,
@@ -178,7 +180,8 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
     for p in pairs {
         let _ = writeln!(
             out,
-            "### {} × {}\n\nTest accuracy {:.3}, balanced accuracy {:.3}; setup {:.1} s, pool and reference {:.1} s, methods {:.1} s.\n\n{}",
+            "### {} × {}\n\nTest accuracy {:.3}, balanced accuracy {:.3}; setup {:.1} s, pool and reference {:.1} s, methods {:.1} s, \
+             CEnt's plausibility sweep {:.1} s.\n\n{}",
             p.dataset,
             p.model,
             p.accuracy,
@@ -186,6 +189,7 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
             p.setup_seconds,
             p.prepare_seconds,
             p.run_seconds,
+            p.sweep_seconds,
             summary_table(&p.results)
         );
     }
@@ -351,6 +355,7 @@ mod tests {
             setup_seconds: 1.0,
             prepare_seconds: 0.5,
             run_seconds: 2.0,
+            sweep_seconds: 0.0,
             results: vec![result, face],
             sweep: vec![],
         };
