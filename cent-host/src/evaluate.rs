@@ -10,6 +10,12 @@
 //! - **Failures**: a factual without a counterfactual counts as not flipped. Distances,
 //!   redundancy, violation rates, yNN and fidelity are averaged over the factuals where a
 //!   counterfactual was found.
+//! - **Dominance**: a method dominates another when it is at least as good on flip rate
+//!   (higher), mean l0 (lower) and yNN (higher), and strictly better on one of them
+//!   ([`Summary::dominates`]).
+//! - **Plausibility sweep**: CEnt also runs once per value of [`Config::sweep`] (its
+//!   `plausibility` setting) on the same factuals ([`Bench::sweep`]), for the trade-off between
+//!   sparsity and plausibility.
 //! - **Latency**: wall time of the method's call for one factual (search plus its own final
 //!   verification); one-off work (training, encoding and labelling the pool, building the yNN
 //!   reference) is excluded.
@@ -71,7 +77,12 @@ pub struct Config {
     pub gs: GrowingSpheres,
     pub face: Face,
     pub random: RandomSearch,
+    /// CEnt's `plausibility` settings to sweep, each in `0..=1` (empty: no sweep).
+    pub sweep: Vec<f32>,
 }
+
+/// The plausibility settings [`Config::new`] sweeps.
+pub const DEFAULT_SWEEP: [f32; 5] = [0.0, 0.25, 0.5, 0.75, 1.0];
 
 impl Config {
     /// Defaults of every method, all seeded with `seed`.
@@ -83,6 +94,7 @@ impl Config {
             gs: GrowingSpheres { seed, ..GrowingSpheres::default() },
             face: Face::default(),
             random: RandomSearch { seed, ..RandomSearch::default() },
+            sweep: DEFAULT_SWEEP.to_vec(),
         }
     }
 }
@@ -103,6 +115,9 @@ pub struct Row {
     /// Metrics of the counterfactual (absent when none was found).
     #[serde(flatten)]
     pub measures: Option<Measures>,
+    /// The counterfactual, encoded (absent when none was found). Not serialized.
+    #[serde(skip)]
+    pub counterfactual: Option<Vec<f32>>,
     /// CEnt's surrogate fidelity on held-out neighbours.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fidelity: Option<f64>,
@@ -132,6 +147,9 @@ pub struct Summary {
     /// Share of found counterfactuals failing the core's full constraint check.
     pub infeasible_rate: f64,
     pub ynn: f64,
+    /// Median over found counterfactuals of the distance to the nearest reference row of the
+    /// target class (those with such a row).
+    pub target_row_distance_median: f64,
     /// Median over found counterfactuals of the model's probability of the target class.
     pub target_probability_median: f64,
     /// Latency over all factuals, milliseconds.
@@ -141,6 +159,38 @@ pub struct Summary {
     /// Mean CEnt surrogate fidelity over the factuals where it was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fidelity: Option<f64>,
+}
+
+impl Summary {
+    /// True when `self` is at least as good as `other` on flip rate (higher), mean l0 (lower)
+    /// and yNN (higher), and strictly better on at least one of them.
+    pub fn dominates(&self, other: &Summary) -> bool {
+        let at_least = self.flip_rate >= other.flip_rate && self.l0 <= other.l0 && self.ynn >= other.ynn;
+        at_least && (self.flip_rate > other.flip_rate || self.l0 < other.l0 || self.ynn > other.ynn)
+    }
+}
+
+/// The methods among `others` whose summaries dominate `summary` (see [`Summary::dominates`]),
+/// in the order given.
+pub fn dominated_by(summary: &Summary, others: &[Summary]) -> Vec<MethodKind> {
+    others.iter().filter(|o| o.method != summary.method && o.dominates(summary)).map(|o| o.method).collect()
+}
+
+/// The baselines of `results` that dominate CEnt's summary; `None` when CEnt is not among them.
+pub fn cent_dominated_by(results: &[MethodResult]) -> Option<Vec<MethodKind>> {
+    let cent = results.iter().find(|r| r.summary.method == MethodKind::Cent)?;
+    let others: Vec<Summary> = results.iter().map(|r| r.summary.clone()).collect();
+    Some(dominated_by(&cent.summary, &others))
+}
+
+/// CEnt's summary at one plausibility setting of the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepPoint {
+    /// `explain::Config::plausibility` of this run.
+    pub plausibility: f32,
+    /// The setting is the configured default (`Config::cent`): its summary is the CEnt run's.
+    pub default: bool,
+    pub summary: Summary,
 }
 
 /// One method's rows and summary.
@@ -200,6 +250,30 @@ impl<'a> Bench<'a> {
         Ok(draw_factuals(&predicted, self.model.classes(), self.config.factuals, self.config.seed))
     }
 
+    /// CEnt once per setting of [`Config::sweep`] on `factuals`, in that order. The setting
+    /// equal to the configured default is not run again: `default` (CEnt's summary on the same
+    /// factuals, from [`Bench::run`]) stands for it.
+    ///
+    /// # Errors
+    /// [`ModelError`] as [`Bench::run`].
+    pub fn sweep(&mut self, factuals: &[usize], default: &Summary) -> Result<Vec<SweepPoint>, ModelError> {
+        let configured = self.explainer.config.plausibility;
+        let mut points = Vec::with_capacity(self.config.sweep.len());
+        for plausibility in self.config.sweep.clone() {
+            let is_default = plausibility == configured;
+            let summary = if is_default {
+                default.clone()
+            } else {
+                self.explainer.config.plausibility = plausibility;
+                let run = self.run(MethodKind::Cent, factuals);
+                self.explainer.config.plausibility = configured;
+                run?.summary
+            };
+            points.push(SweepPoint { plausibility, default: is_default, summary });
+        }
+        Ok(points)
+    }
+
     /// Runs `method` on every factual and measures the results. A model failure inside a
     /// method's search leaves that factual not found, with the failure as its reason.
     ///
@@ -243,6 +317,7 @@ impl<'a> Bench<'a> {
             flipped: false,
             latency_ms,
             measures: None,
+            counterfactual: None,
             fidelity: None,
             reason: None,
         };
@@ -250,6 +325,7 @@ impl<'a> Bench<'a> {
             Ok(found) => {
                 let m = metrics::measure(&judge, x, &found.x, target_class)?;
                 (row.found, row.flipped, row.measures, row.fidelity) = (true, m.flipped, Some(m), found.fidelity);
+                row.counterfactual = Some(found.x);
             }
             Err(e) => row.reason = Some(e.to_string()),
         }
@@ -325,6 +401,11 @@ pub fn summarize(method: MethodKind, rows: &[Row]) -> Summary {
         semi_immutable_violation_rate: share(&|m| m.violations.semi_immutable),
         infeasible_rate: share(&|m| !m.feasible),
         ynn: mean_of(&|m| m.ynn),
+        target_row_distance_median: {
+            let mut d: Vec<f64> = found.iter().filter_map(|m| m.target_row_distance).collect();
+            d.sort_by(f64::total_cmp);
+            median(&d)
+        },
         target_probability_median: {
             let mut p: Vec<f64> = found.iter().map(|m| m.target_probability).collect();
             p.sort_by(f64::total_cmp);
@@ -369,6 +450,7 @@ mod tests {
             violations: Violations { immutable, semi_immutable: false },
             feasible: !immutable,
             ynn: 0.8,
+            target_row_distance: Some(l1 / 2.0),
             target_probability: 0.7,
         }
     }
@@ -382,6 +464,7 @@ mod tests {
             flipped: found.is_some_and(|m| m.flipped),
             latency_ms,
             measures: found,
+            counterfactual: None,
             fidelity,
             reason: None,
         }
@@ -449,6 +532,51 @@ mod tests {
         assert!(missing.get("l1").is_none() && missing.get("fidelity").is_none(), "{missing}");
         let summary = serde_json::to_value(summarize(MethodKind::Face, &[])).expect("serializes");
         assert_eq!(summary["method"], serde_json::json!("face"));
+    }
+
+    /// A summary with the three dominance axes set by hand.
+    fn point(method: MethodKind, flip_rate: f64, l0: f64, ynn: f64) -> Summary {
+        Summary { flip_rate, l0, ynn, ..summarize(method, &[]) }
+    }
+
+    #[test]
+    fn test_dominance_needs_at_least_as_good_on_all_three_and_better_on_one() {
+        let cent = point(MethodKind::Cent, 0.9, 1.5, 0.4);
+        // Better yNN, equal flip rate and l0: dominates.
+        assert!(point(MethodKind::Face, 0.9, 1.5, 0.9).dominates(&cent));
+        // Identical: does not dominate (nothing strictly better).
+        assert!(!point(MethodKind::Gs, 0.9, 1.5, 0.4).dominates(&cent));
+        // Better on two, worse on one: no.
+        assert!(!point(MethodKind::Nun, 1.0, 3.0, 0.9).dominates(&cent));
+        assert!(!point(MethodKind::Random, 0.89, 1.0, 1.0).dominates(&cent));
+        // Fewer changes, all else equal: dominates.
+        assert!(point(MethodKind::Random, 0.9, 1.4, 0.4).dominates(&cent));
+        let others = [
+            cent.clone(),
+            point(MethodKind::Gs, 0.9, 1.5, 0.4),
+            point(MethodKind::Face, 0.95, 1.5, 0.5),
+            point(MethodKind::Nun, 1.0, 3.0, 0.9),
+            point(MethodKind::Random, 0.9, 1.4, 0.4),
+        ];
+        assert_eq!(dominated_by(&cent, &others), vec![MethodKind::Face, MethodKind::Random]);
+        assert!(dominated_by(&point(MethodKind::Cent, 1.0, 1.0, 1.0), &others).is_empty());
+        let results: Vec<MethodResult> =
+            others.iter().map(|s| MethodResult { summary: s.clone(), rows: vec![] }).collect();
+        assert_eq!(cent_dominated_by(&results), Some(vec![MethodKind::Face, MethodKind::Random]));
+        assert_eq!(cent_dominated_by(&results[1..]), None, "no CEnt, no verdict");
+    }
+
+    #[test]
+    fn test_summary_target_row_distance_is_the_median_over_found() {
+        let rows = [
+            row(Some(measures(1.0, 0, false)), 1.0, None),
+            row(Some(measures(3.0, 0, false)), 1.0, None),
+            row(Some(Measures { target_row_distance: None, ..measures(9.0, 0, false) }), 1.0, None),
+            row(Some(measures(8.0, 0, false)), 1.0, None),
+            row(None, 1.0, None),
+        ];
+        // Distances l1 / 2 of the rows that have one: 0.5, 1.5, 4.0.
+        assert!((summarize(MethodKind::Gs, &rows).target_row_distance_median - 1.5).abs() < 1e-12);
     }
 
     #[test]

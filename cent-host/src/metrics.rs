@@ -177,18 +177,31 @@ impl Reference {
     /// yNN: the share of the `k` reference rows nearest to `x'` (Euclidean, encoded columns;
     /// ties by row order) that the model assigns to `target`. 0 for an empty reference.
     pub fn ynn(&self, x_new: &[f32], target: usize, k: usize) -> f64 {
+        self.neighbourhood(x_new, target, k).0
+    }
+
+    /// Euclidean distance (encoded columns) from `x'` to the nearest reference row the model
+    /// assigns to `target`; `None` when no row has that class.
+    pub fn target_row_distance(&self, x_new: &[f32], target: usize) -> Option<f64> {
+        self.neighbourhood(x_new, target, 0).1
+    }
+
+    /// yNN and the nearest target-class row's distance from one pass over the rows.
+    fn neighbourhood(&self, x_new: &[f32], target: usize, k: usize) -> (f64, Option<f64>) {
         let mut dist: Vec<(f64, usize)> =
             self.rows.chunks_exact(self.n_cols.max(1)).enumerate().map(|(i, r)| (squared(r, x_new), i)).collect();
+        let nearest = dist.iter().filter(|(_, i)| self.labels[*i] == target).map(|(d, _)| *d).min_by(f64::total_cmp);
+        let nearest = nearest.map(f64::sqrt);
         let k = k.min(dist.len());
         if k == 0 {
-            return 0.0;
+            return (0.0, nearest);
         }
         let by = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         if k < dist.len() {
             dist.select_nth_unstable_by(k - 1, by);
         }
         let hits = dist[..k].iter().filter(|(_, i)| self.labels[*i] == target).count();
-        hits as f64 / k as f64
+        (hits as f64 / k as f64, nearest)
     }
 }
 
@@ -212,6 +225,10 @@ pub struct Measures {
     /// The constraint re-check of the core (`cent_nostd::counterfactual::check`) passes.
     pub feasible: bool,
     pub ynn: f64,
+    /// Euclidean distance (encoded columns) from `x'` to the nearest reference row the model
+    /// assigns to the target class (how far the counterfactual lies from data of that class);
+    /// `None` when no reference row has that class.
+    pub target_row_distance: Option<f64>,
     /// The model's probability of the target class for `x'` (how far past the decision
     /// boundary the counterfactual lies).
     pub target_probability: f64,
@@ -238,6 +255,7 @@ impl std::fmt::Debug for Judge<'_> {
 /// # Errors
 /// [`ModelError`] when the model fails.
 pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Result<Measures, ModelError> {
+    let (ynn, target_row_distance) = judge.reference.neighbourhood(x_new, target, YNN_K);
     Ok(Measures {
         flipped: flipped(judge.model, x_new, target)?,
         l0: l0(judge.schema, x, x_new),
@@ -248,7 +266,8 @@ pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Re
         redundancy: redundancy(judge.schema, judge.model, x, x_new, target)?,
         violations: violations(judge.schema, judge.query, x, x_new),
         feasible: counterfactual::check(judge.schema, judge.query, x, x_new).is_ok(),
-        ynn: judge.reference.ynn(x_new, target, YNN_K),
+        ynn,
+        target_row_distance,
         target_probability: judge.model.probabilities(x_new)?.get(target).map_or(0.0, |&p| f64::from(p)),
     })
 }
@@ -371,6 +390,24 @@ mod tests {
     }
 
     #[test]
+    fn test_target_row_distance_is_to_the_nearest_row_of_the_target_class() {
+        // Rows on the income axis 0.0, 0.1, ..., 0.9: class 1 from 0.7 up.
+        let mut rows = Vec::new();
+        for i in 0..10 {
+            rows.extend([i as f32 / 10.0, 0.3, 0.0, 0.0, 1.0, 0.0]);
+        }
+        let reference = Reference::new(&Threshold, rows, 6).expect("runs");
+        // From income 0.5 with job c instead of b: class 1's nearest row is 0.7 (0.2 away on
+        // income, sqrt(2) on the job columns); class 0's is 0.5 itself (the job only).
+        let x_new = [0.5, 0.3, 0.0, 0.0, 0.0, 1.0];
+        let to_one = reference.target_row_distance(&x_new, 1).expect("class 1 rows exist");
+        assert!((to_one - (0.04f64 + 2.0).sqrt()).abs() < EPS, "{to_one}");
+        let to_zero = reference.target_row_distance(&x_new, 0).expect("class 0 rows exist");
+        assert!((to_zero - 2f64.sqrt()).abs() < EPS, "{to_zero}");
+        assert_eq!(reference.target_row_distance(&x_new, 2), None, "no row of class 2");
+    }
+
+    #[test]
     fn test_measure_combines_every_metric() {
         let encoder = Mlp {
             layers: vec![Dense {
@@ -391,6 +428,9 @@ mod tests {
         assert_eq!((m.l0, m.redundancy), (1, 0));
         assert!((m.target_probability - 1.0).abs() < EPS, "the threshold model gives class 1 probability 1");
         assert!((m.l1 - 0.5).abs() < EPS && (m.latent - 0.5).abs() < EPS && m.ynn.abs() < EPS);
+        assert_eq!(m.target_row_distance, None, "the only reference row, x, is of class 0");
+        let m0 = measure(&judge, &x_new, &X, 0).expect("runs");
+        assert!(m0.target_row_distance.is_some_and(|d| d.abs() < EPS), "{m0:?}");
         let immutable_moved = [0.7, 0.5, 0.4, 0.0, 1.0, 0.0];
         assert!(!measure(&judge, &X, &immutable_moved, 1).expect("runs").feasible);
     }

@@ -70,3 +70,67 @@ fn test_onnx_black_box_drives_the_harness() {
         Err(err) => assert!(err.to_string().contains("[batch, 47]"), "{err}"),
     }
 }
+
+/// The distance to the nearest target-class row, checked against a scan of its own: every
+/// training and test row, labelled by the model, against each counterfactual the harness kept.
+#[test]
+fn test_target_row_distance_matches_a_brute_force_scan() {
+    let a = adult();
+    let bench = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(6, 2)).expect("labels");
+    let factuals = bench.factuals().expect("labels");
+    let mut rows = a.prepared.train.data.clone();
+    rows.extend_from_slice(&a.prepared.test.data);
+    let n_cols = a.prepared.encoding.n_cols();
+    let labels = a.model.classify(&rows);
+    let mut checked = 0;
+    for kind in [MethodKind::Cent, MethodKind::Gs, MethodKind::Random] {
+        let result = bench.run(kind, &factuals).expect("runs");
+        let mut distances = Vec::new();
+        for row in result.rows.iter().filter(|r| r.found) {
+            let x_new = row.counterfactual.as_ref().expect("a found row keeps its counterfactual");
+            let brute = rows
+                .chunks_exact(n_cols)
+                .zip(&labels)
+                .filter(|&(_, &label)| label == row.target_class)
+                .map(|(r, _)| r.iter().zip(x_new).map(|(p, q)| f64::from(p - q).powi(2)).sum::<f64>().sqrt())
+                .fold(f64::INFINITY, f64::min);
+            let measured = row.measures.and_then(|m| m.target_row_distance).expect("Adult has rows of both classes");
+            assert!((measured - brute).abs() < 1e-9, "{}: {measured} vs {brute}", kind.name());
+            assert!(measured > 0.0, "{}: a synthetic point is no data row", kind.name());
+            distances.push(measured);
+            checked += 1;
+        }
+        distances.sort_by(f64::total_cmp);
+        let median = match distances.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => distances[n / 2],
+            n => (distances[n / 2 - 1] + distances[n / 2]) / 2.0,
+        };
+        assert!((result.summary.target_row_distance_median - median).abs() < 1e-12, "{}", kind.name());
+    }
+    assert!(checked >= 12, "most factuals have a counterfactual: {checked}");
+    // The nearest unlike neighbour is a training row of the target class: distance 0.
+    let nun = bench.run(MethodKind::Nun, &factuals).expect("runs");
+    assert!(nun.rows.iter().filter_map(|r| r.measures).all(|m| m.target_row_distance == Some(0.0)));
+}
+
+/// The plausibility sweep runs CEnt once per setting on the same factuals and reuses the
+/// default run for the setting equal to the configured one.
+#[test]
+fn test_sweep_has_one_point_per_setting_and_reuses_the_default() {
+    let a = adult();
+    let mut config = Config::new(4, 5);
+    config.sweep = vec![0.0, 0.5, 1.0];
+    let mut bench = Bench::new(&a.prepared, &a.model, &a.vae, config).expect("labels");
+    let factuals = bench.factuals().expect("labels");
+    let cent = bench.run(MethodKind::Cent, &factuals).expect("runs").summary;
+    let sweep = bench.sweep(&factuals, &cent).expect("runs");
+    let settings: Vec<(f32, bool)> = sweep.iter().map(|p| (p.plausibility, p.default)).collect();
+    assert_eq!(settings, vec![(0.0, true), (0.5, false), (1.0, false)]);
+    assert_eq!(sweep[0].summary, cent);
+    for p in &sweep {
+        assert_eq!((p.summary.method, p.summary.factuals), (MethodKind::Cent, 4));
+    }
+    let again = bench.run(MethodKind::Cent, &factuals).expect("runs").summary;
+    assert_eq!((again.l0, again.ynn), (cent.l0, cent.ynn), "the sweep leaves the configured setting in place");
+}

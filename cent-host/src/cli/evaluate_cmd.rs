@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::blackbox::{BlackBox, ModelKind, Scores};
 use cent_host::evaluate::report::{self, Meta, PairReport};
-use cent_host::evaluate::{Bench, Config, MethodKind, MethodResult, plots};
+use cent_host::evaluate::{self, Bench, Config, MethodKind, MethodResult, SweepPoint, plots};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -35,6 +35,38 @@ pub struct EvaluateArgs {
     /// and --format (the report is markdown).
     #[arg(long, conflicts_with = "onnx")]
     pub all: bool,
+    /// CEnt's plausibility settings (each in 0..=1) to run on the same factuals, comma-separated,
+    /// or `none`. Each pair's summaries go into the JSON (`sweep`), and with --out a plot of
+    /// mean l0 against yNN, CEnt's sweep next to the baselines, into
+    /// `plots/pareto-<dataset>-<model>.svg` [default: 0,0.25,0.5,0.75,1].
+    /// Example: --sweep 0,0.5,1
+    #[arg(long, value_parser = parse_sweep, verbatim_doc_comment)]
+    pub sweep: Option<Sweep>,
+}
+
+/// The plausibility settings of `--sweep`, ascending, without repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sweep(pub Vec<f32>);
+
+/// `none`, or comma-separated numbers in `0..=1`.
+fn parse_sweep(text: &str) -> Result<Sweep, String> {
+    if text.trim() == "none" {
+        return Ok(Sweep(Vec::new()));
+    }
+    let mut values = Vec::new();
+    for part in text.split(',') {
+        let v: f32 = part
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{part}` is not a number (expected values in 0..=1, comma-separated, or `none`)"))?;
+        if !(0.0..=1.0).contains(&v) {
+            return Err(format!("{v} is outside 0..=1"));
+        }
+        values.push(v);
+    }
+    values.sort_by(f32::total_cmp);
+    values.dedup();
+    Ok(Sweep(values))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,6 +115,11 @@ struct JsonDoc<'a> {
     seed: u64,
     factuals: usize,
     methods: &'a [MethodResult],
+    /// The baselines that dominate CEnt (absent when CEnt did not run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cent_dominated_by: Option<Vec<MethodKind>>,
+    /// CEnt's plausibility sweep (empty when none ran).
+    sweep: &'a [SweepPoint],
 }
 
 pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
@@ -108,8 +145,12 @@ pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
         };
         let path = dir.join(format!("{}-{}.{ext}", pair.dataset, pair.model));
         write(&path, &text)?;
+        let pareto = plots::write_pareto(&dir.join("plots"), std::slice::from_ref(&pair))?;
         if !args.data.quiet {
             eprintln!("wrote {}", path.display());
+            for (file, _) in pareto {
+                eprintln!("wrote {}", dir.join("plots").join(file).display());
+            }
         }
     }
     out!("{text}")?;
@@ -154,7 +195,11 @@ fn evaluate_pair(
     args: &EvaluateArgs,
 ) -> Result<PairReport> {
     let start = Instant::now();
-    let bench = Bench::new(&a.prepared, model, &a.vae, Config::new(args.factuals, args.data.seed))?;
+    let mut config = Config::new(args.factuals, args.data.seed);
+    if let Some(Sweep(values)) = &args.sweep {
+        config.sweep.clone_from(values);
+    }
+    let mut bench = Bench::new(&a.prepared, model, &a.vae, config)?;
     let factuals = bench.factuals()?;
     let prepare_seconds = start.elapsed().as_secs_f64();
     let mut results = Vec::new();
@@ -174,6 +219,24 @@ fn evaluate_pair(
         }
         results.push(r);
     }
+    let run_seconds = run_start.elapsed().as_secs_f64();
+    let sweep_start = Instant::now();
+    let sweep = match results.iter().find(|r| r.summary.method == MethodKind::Cent) {
+        Some(cent) => {
+            let t = Instant::now();
+            let sweep = bench.sweep(&factuals, &cent.summary)?;
+            if !args.data.quiet && !sweep.is_empty() {
+                eprintln!(
+                    "{} × {label}: cent plausibility sweep ({} settings) in {:.1} s",
+                    a.name,
+                    sweep.len(),
+                    t.elapsed().as_secs_f64()
+                );
+            }
+            sweep
+        }
+        None => Vec::new(),
+    };
     Ok(PairReport {
         dataset: a.name.clone(),
         model: label.to_string(),
@@ -181,8 +244,10 @@ fn evaluate_pair(
         balanced_accuracy: scores.balanced_accuracy,
         setup_seconds,
         prepare_seconds,
-        run_seconds: run_start.elapsed().as_secs_f64(),
+        run_seconds,
+        sweep_seconds: sweep_start.elapsed().as_secs_f64(),
         results,
+        sweep,
     })
 }
 
@@ -207,6 +272,8 @@ fn render(pair: &PairReport, args: &EvaluateArgs) -> Result<String> {
                 seed: args.data.seed,
                 factuals: args.factuals,
                 methods: &pair.results,
+                cent_dominated_by: evaluate::cent_dominated_by(&pair.results),
+                sweep: &pair.sweep,
             };
             serde_json::to_string_pretty(&doc)? + "\n"
         }
@@ -244,6 +311,7 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
         }
     }
     let plots = plots::write_all(&out.join("plots"), &pairs)?;
+    let pareto = plots::write_pareto(&out.join("plots"), &pairs)?;
     let meta = Meta {
         command: format!(
             "cargo run -p cent-host -- evaluate --all --factuals {} --seed {} --out {}",
@@ -256,10 +324,12 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
         total_seconds: start.elapsed().as_secs_f64(),
         machine,
         plots: plots.into_iter().map(|(file, caption)| (format!("plots/{file}"), caption)).collect(),
+        pareto_plots: pareto.into_iter().map(|(file, caption)| (format!("plots/{file}"), caption)).collect(),
     };
     let path = out.join("results.md");
     write(&path, &report::markdown(&pairs, &meta))?;
-    outln!("wrote {} and {} plots in {:.0} s", path.display(), meta.plots.len(), meta.total_seconds)?;
+    let count = meta.plots.len() + meta.pareto_plots.len();
+    outln!("wrote {} and {count} plots in {:.0} s", path.display(), meta.total_seconds)?;
     Ok(ExitCode::SUCCESS)
 }
 

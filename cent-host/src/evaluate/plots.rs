@@ -1,5 +1,6 @@
-//! SVG box plots of per-factual metric distributions, one file per metric, one box per method
-//! (found counterfactuals of every dataset × model pair pooled).
+//! SVG plots: box plots of per-factual metric distributions, one file per metric, one box per
+//! method (found counterfactuals of every dataset × model pair pooled); and per pair, CEnt's
+//! plausibility sweep against the baselines on mean l0 and yNN.
 
 use super::MethodKind;
 use super::report::PairReport;
@@ -66,6 +67,96 @@ pub fn write_all(dir: &Path, pairs: &[PairReport]) -> Result<Vec<(String, String
         written.push((file, metric.caption.to_string()));
     }
     Ok(written)
+}
+
+/// Writes `pareto-<dataset>-<model>.svg` into `dir` for every pair with a plausibility sweep;
+/// returns each file's name and caption.
+///
+/// # Errors
+/// [`PlotError`] naming the file when it cannot be written.
+pub fn write_pareto(dir: &Path, pairs: &[PairReport]) -> Result<Vec<(String, String)>, PlotError> {
+    std::fs::create_dir_all(dir).map_err(|e| PlotError { file: dir.display().to_string(), message: e.to_string() })?;
+    let mut written = Vec::new();
+    for pair in pairs.iter().filter(|p| !p.sweep.is_empty()) {
+        let file = format!("pareto-{}-{}.svg", pair.dataset, pair.model);
+        draw_pareto(&dir.join(&file), pair)
+            .map_err(|message| PlotError { file: dir.join(&file).display().to_string(), message })?;
+        written.push((file, format!("{} × {}: mean l0 against yNN", pair.dataset, pair.model)));
+    }
+    Ok(written)
+}
+
+/// One pair's scatter: a labelled triangle per baseline, CEnt's sweep as labelled dots joined
+/// in sweep order, and a square around CEnt's default setting.
+fn draw_pareto(path: &Path, pair: &PairReport) -> Result<(), String> {
+    let baselines: Vec<(&str, f64, f64)> = pair
+        .results
+        .iter()
+        .map(|r| &r.summary)
+        .filter(|s| s.method != MethodKind::Cent)
+        .map(|s| (s.method.name(), s.l0, s.ynn))
+        .collect();
+    let sweep: Vec<(f64, f64)> = pair.sweep.iter().map(|p| (p.summary.l0, p.summary.ynn)).collect();
+    let default =
+        pair.results.iter().find(|r| r.summary.method == MethodKind::Cent).map(|r| (r.summary.l0, r.summary.ynn));
+    let x_max = baselines.iter().map(|b| b.1).chain(sweep.iter().map(|p| p.0)).fold(1.0, f64::max);
+    let root = SVGBackend::new(path, (720, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let caption = format!("{} × {}: plausibility against sparsity", pair.dataset, pair.model);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 20))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..(x_max * 1.15).ceil(), -0.05..1.05)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("mean l0 (changed features)")
+        .y_desc("yNN (k = 5)")
+        .light_line_style(WHITE)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let label = ("sans-serif", 13).into_font();
+    chart
+        .draw_series(baselines.iter().map(|&(name, x, y)| {
+            EmptyElement::at((x, y))
+                + TriangleMarker::new((0, 0), 6, BLACK.filled())
+                + Text::new(name.to_string(), (8, -4), label.clone())
+        }))
+        .map_err(|e| e.to_string())?;
+    chart.draw_series(std::iter::once(PathElement::new(sweep.clone(), RED))).map_err(|e| e.to_string())?;
+    chart
+        .draw_series(sweep.iter().map(|&(x, y)| EmptyElement::at((x, y)) + Circle::new((0, 0), 4, RED.filled())))
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(
+            sweep_labels(pair)
+                .into_iter()
+                .map(|(text, (x, y))| EmptyElement::at((x, y)) + Text::new(text, (8, 6), label.clone().color(&RED))),
+        )
+        .map_err(|e| e.to_string())?;
+    if let Some((x, y)) = default {
+        let mark = EmptyElement::at((x, y))
+            + Rectangle::new([(-8, -8), (8, 8)], RED.stroke_width(2))
+            + Text::new("default".to_string(), (-24, -22), label.clone().color(&RED));
+        chart.draw_series(std::iter::once(mark)).map_err(|e| e.to_string())?;
+    }
+    root.present().map_err(|e| e.to_string())
+}
+
+/// One label per distinct point of the sweep, `cent` and the settings that land on it (in
+/// sweep order), so that settings with the same summary do not overprint each other.
+fn sweep_labels(pair: &PairReport) -> Vec<(String, (f64, f64))> {
+    let mut labels: Vec<(String, (f64, f64))> = Vec::new();
+    for p in &pair.sweep {
+        let at = (p.summary.l0, p.summary.ynn);
+        match labels.iter_mut().find(|(_, point)| *point == at) {
+            Some((text, _)) => *text = format!("{text}, {}", p.plausibility),
+            None => labels.push((format!("cent {}", p.plausibility), at)),
+        }
+    }
+    labels
 }
 
 /// Per method (in [`MethodKind::ALL`] order, those present only), the metric's values.
@@ -156,8 +247,10 @@ mod tests {
                     violations: Violations::default(),
                     feasible: true,
                     ynn: 1.0,
+                    target_row_distance: Some(0.5),
                     target_probability: 0.6,
                 }),
+                counterfactual: None,
                 fidelity: None,
                 reason: None,
             })
@@ -175,7 +268,9 @@ mod tests {
             setup_seconds: 0.0,
             prepare_seconds: 0.0,
             run_seconds: 0.0,
+            sweep_seconds: 0.0,
             results: vec![result(MethodKind::Cent, &[0.1, 0.2, 0.4]), result(MethodKind::Nun, &[1.0, 2.0])],
+            sweep: vec![],
         };
         let dir = std::env::temp_dir().join(format!("cent-plots-{}", std::process::id()));
         let files = write_all(&dir, &[pair]).expect("plots are written");

@@ -1,7 +1,7 @@
 //! Text forms of evaluation results: markdown tables, the full markdown report of
 //! `cent evaluate --all`, and CSV rows.
 
-use super::{MethodKind, MethodResult, Row, Summary};
+use super::{MethodKind, MethodResult, Row, Summary, SweepPoint};
 use std::fmt::Write as _;
 
 /// One dataset × model pair's results.
@@ -20,7 +20,11 @@ pub struct PairReport {
     pub prepare_seconds: f64,
     /// Running every method on every factual, measuring included, seconds.
     pub run_seconds: f64,
+    /// CEnt's plausibility sweep, measuring included, seconds.
+    pub sweep_seconds: f64,
     pub results: Vec<MethodResult>,
+    /// CEnt's plausibility sweep (empty when none was run).
+    pub sweep: Vec<SweepPoint>,
 }
 
 /// How the report was produced.
@@ -34,6 +38,8 @@ pub struct Meta {
     pub machine: String,
     /// Relative paths of the plot files, with a caption each.
     pub plots: Vec<(String, String)>,
+    /// Relative paths of the per-pair plausibility-against-sparsity plots, with a caption each.
+    pub pareto_plots: Vec<(String, String)>,
 }
 
 /// Surrogate fidelity reported by the CEnt paper, (MLP, LR).
@@ -51,8 +57,9 @@ fn paper_value(dataset: &str, model: &str) -> Option<f64> {
     paper_fidelity(dataset).map(|(mlp, lr)| if model == "lr" { lr } else { mlp })
 }
 
-/// The project's quality goals for CEnt that `s` misses, as short phrases.
-pub fn missed_goals(s: &Summary, dataset: &str, model: &str) -> Vec<String> {
+/// The project's quality goals for CEnt that `s` misses, as short phrases; `dominated` are the
+/// baselines that dominate it (a goal is that none does).
+pub fn missed_goals(s: &Summary, dataset: &str, model: &str, dominated: &[MethodKind]) -> Vec<String> {
     let mut missed = Vec::new();
     if s.flip_rate < 0.99 {
         missed.push(format!("flip rate {:.2} < 0.99", s.flip_rate));
@@ -71,21 +78,32 @@ pub fn missed_goals(s: &Summary, dataset: &str, model: &str) -> Vec<String> {
     if s.ynn < 0.8 {
         missed.push(format!("yNN {:.2} < 0.8", s.ynn));
     }
+    if !dominated.is_empty() {
+        missed.push(format!("dominated by {}", names(dominated)));
+    }
     missed
+}
+
+/// Method names joined by ", ", or "–" for none.
+fn names(kinds: &[MethodKind]) -> String {
+    if kinds.is_empty() {
+        return "–".to_string();
+    }
+    kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// A markdown table of method summaries.
 pub fn summary_table(results: &[MethodResult]) -> String {
     let mut out = String::from(
-        "| method | found | flip rate | l0 | l1 | l2 | linf | latent | redundancy | immutable viol. | semi-immutable viol. | yNN | p(target) median | latency ms (mean / median) | fidelity |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| method | found | flip rate | l0 | l1 | l2 | linf | latent | redundancy | immutable viol. | semi-immutable viol. | yNN | target-row dist. median | p(target) median | latency ms (mean / median) | fidelity |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in results {
         let s = &r.summary;
         let fidelity = s.fidelity.map_or_else(|| "–".to_string(), |f| format!("{f:.3}"));
         let _ = writeln!(
             out,
-            "| {} | {}/{} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} / {:.1} | {} |",
+            "| {} | {}/{} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3} | {:.2} | {:.1} / {:.1} | {} |",
             s.method.name(),
             s.found,
             s.factuals,
@@ -99,6 +117,7 @@ pub fn summary_table(results: &[MethodResult]) -> String {
             s.immutable_violation_rate,
             s.semi_immutable_violation_rate,
             s.ynn,
+            s.target_row_distance_median,
             s.target_probability_median,
             s.latency_ms_mean,
             s.latency_ms_median,
@@ -111,19 +130,21 @@ pub fn summary_table(results: &[MethodResult]) -> String {
 /// The headline table: CEnt on every pair, against the quality goals and the paper.
 fn headline(pairs: &[PairReport]) -> String {
     let mut out = String::from(
-        "| dataset | model | test acc. (balanced) | flip rate | l0 | l1 | yNN | p(target) median | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | goals missed |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| dataset | model | test acc. (balanced) | flip rate | l0 | l1 | yNN | p(target) median | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | dominated by | goals missed |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
     );
     for p in pairs {
         let Some(r) = p.results.iter().find(|r| r.summary.method == MethodKind::Cent) else { continue };
         let s = &r.summary;
         let paper = paper_value(&p.dataset, &p.model).map_or_else(|| "–".into(), |v| format!("{v:.3}"));
         let fidelity = s.fidelity.map_or_else(|| "–".into(), |f| format!("{f:.3}"));
-        let missed = missed_goals(s, &p.dataset, &p.model);
+        let dominated = super::cent_dominated_by(&p.results).unwrap_or_default();
+        let missed = missed_goals(s, &p.dataset, &p.model, &dominated);
         let missed = if missed.is_empty() { "none".to_string() } else { missed.join("; ") };
+        let dominated = names(&dominated);
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} ({:.3}) | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {missed} |",
+            "| {} | {} | {:.3} ({:.3}) | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {dominated} | {missed} |",
             p.dataset,
             p.model,
             p.accuracy,
@@ -159,7 +180,8 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
     for p in pairs {
         let _ = writeln!(
             out,
-            "### {} × {}\n\nTest accuracy {:.3}, balanced accuracy {:.3}; setup {:.1} s, pool and reference {:.1} s, methods {:.1} s.\n\n{}",
+            "### {} × {}\n\nTest accuracy {:.3}, balanced accuracy {:.3}; setup {:.1} s, pool and reference {:.1} s, methods {:.1} s, \
+             CEnt's plausibility sweep {:.1} s.\n\n{}",
             p.dataset,
             p.model,
             p.accuracy,
@@ -167,6 +189,7 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
             p.setup_seconds,
             p.prepare_seconds,
             p.run_seconds,
+            p.sweep_seconds,
             summary_table(&p.results)
         );
     }
@@ -176,9 +199,20 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
             let _ = writeln!(out, "![{caption}]({path})\n");
         }
     }
+    if !meta.pareto_plots.is_empty() {
+        let _ = writeln!(out, "## Plausibility against sparsity\n\n{PARETO_TEXT}\n");
+        for (path, caption) in &meta.pareto_plots {
+            let _ = writeln!(out, "![{caption}]({path})\n");
+        }
+    }
     out.push_str(DEFINITIONS);
     out
 }
+
+/// What the plausibility plots show.
+const PARETO_TEXT: &str = "Per pair, each method's mean l0 (x, fewer changes to the left) against its yNN (y, \
+more plausible up). CEnt runs once per plausibility setting of the sweep on the same factuals; its points are joined \
+in sweep order and labelled with the setting, the configured default marked. Up and to the left is better.";
 
 /// How every column is defined (kept next to the code that computes it).
 const DEFINITIONS: &str = "## Definitions\n\n\
@@ -195,6 +229,10 @@ predicts the target; mean count per counterfactual.\n\
 a one-direction feature the wrong way or make a forbidden category transition.\n\
 - **yNN**: share of the 5 nearest dataset rows (training + test, encoded, Euclidean) of the counterfactual that the model \
 assigns to the target class.\n\
+- **target-row dist.**: Euclidean distance (encoded columns) from the counterfactual to the nearest dataset row \
+(training + test) that the model assigns to the target class; median over found counterfactuals.\n\
+- **dominated by** (headline): the baselines at least as good as CEnt on flip rate (higher), mean l0 (lower) and yNN \
+(higher), and strictly better on one of them (\"–\": none).\n\
 - **latency**: wall time of one method call for one factual; training and encoding the pool are excluded.\n\
 - **fidelity** (CEnt only): accuracy of the local surrogate tree against the model on held-out latent neighbours \
 (20 %), mean over factuals.\n\
@@ -202,7 +240,8 @@ assigns to the target class.\n\
 
 /// Header of [`csv_rows`].
 pub const CSV_HEADER: &str = "dataset,model,method,test_row,fact_class,target_class,found,flipped,latency_ms,l0,l1,l2,\
-linf,latent,redundancy,immutable_violation,semi_immutable_violation,feasible,ynn,target_probability,fidelity,reason";
+linf,latent,redundancy,immutable_violation,semi_immutable_violation,feasible,ynn,target_row_distance,target_probability,\
+fidelity,reason";
 
 /// One CSV line per factual (no header); absent values are empty fields.
 pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) -> String {
@@ -214,7 +253,7 @@ pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) ->
         let reason = r.reason.as_deref().unwrap_or("").replace('"', "'");
         let _ = writeln!(
             out,
-            "{dataset},{model},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},\"{reason}\"",
+            "{dataset},{model},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{reason}\"",
             method.name(),
             r.test_row,
             r.fact_class,
@@ -232,6 +271,7 @@ pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) ->
             flag(m.map(|m| m.violations.semi_immutable)),
             flag(m.map(|m| m.feasible)),
             num(m.map(|m| m.ynn)),
+            num(m.and_then(|m| m.target_row_distance)),
             num(m.map(|m| m.target_probability)),
             num(r.fidelity),
         );
@@ -257,6 +297,7 @@ mod tests {
             violations: Violations::default(),
             feasible: true,
             ynn: 1.0,
+            target_row_distance: Some(0.5),
             target_probability: 0.9,
         };
         Row {
@@ -267,6 +308,7 @@ mod tests {
             flipped: true,
             latency_ms: 2.5,
             measures: Some(m),
+            counterfactual: None,
             fidelity: Some(0.99),
             reason: None,
         }
@@ -275,11 +317,13 @@ mod tests {
     #[test]
     fn test_goals_name_what_is_missed() {
         let mut s = summarize(MethodKind::Cent, &[found_row(1.0)]);
-        assert!(missed_goals(&s, "adult", "lr").is_empty());
+        assert!(missed_goals(&s, "adult", "lr", &[]).is_empty());
         s.fidelity = Some(0.9);
         s.ynn = 0.5;
-        let missed = missed_goals(&s, "adult", "lr");
+        let missed = missed_goals(&s, "adult", "lr", &[]);
         assert_eq!(missed, vec!["fidelity 0.900 < paper 0.957".to_string(), "yNN 0.50 < 0.8".to_string()]);
+        let missed = missed_goals(&s, "adult", "lr", &[MethodKind::Face, MethodKind::Nun]);
+        assert_eq!(missed.last().map(String::as_str), Some("dominated by face, nun"));
     }
 
     #[test]
@@ -299,6 +343,10 @@ mod tests {
     #[test]
     fn test_markdown_has_the_headline_and_every_pair() {
         let result = MethodResult { summary: summarize(MethodKind::Cent, &[found_row(1.0)]), rows: vec![] };
+        // A baseline with one change fewer, as good otherwise: it dominates CEnt.
+        let mut sparser = found_row(1.0);
+        sparser.measures.as_mut().expect("found").l0 = 1;
+        let face = MethodResult { summary: summarize(MethodKind::Face, &[sparser]), rows: vec![] };
         let pair = PairReport {
             dataset: "compas".into(),
             model: "mlp".into(),
@@ -307,7 +355,9 @@ mod tests {
             setup_seconds: 1.0,
             prepare_seconds: 0.5,
             run_seconds: 2.0,
-            results: vec![result],
+            sweep_seconds: 0.0,
+            results: vec![result, face],
+            sweep: vec![],
         };
         let meta = Meta {
             command: "cent evaluate --all".into(),
@@ -316,9 +366,15 @@ mod tests {
             total_seconds: 3.0,
             machine: "2 cores".into(),
             plots: vec![("plots/l1.svg".into(), "l1".into())],
+            pareto_plots: vec![("plots/pareto-compas-mlp.svg".into(), "compas × mlp".into())],
         };
         let md = markdown(&[pair], &meta);
         assert!(md.contains("| compas | mlp | 0.700 (0.650) | 1.00 |"), "{md}");
         assert!(md.contains("0.990 (0.965)") && md.contains("### compas × mlp") && md.contains("![l1](plots/l1.svg)"));
+        assert!(md.contains("| face | dominated by face |"), "{md}");
+        assert!(
+            md.contains("## Plausibility against sparsity") && md.contains("(plots/pareto-compas-mlp.svg)"),
+            "{md}"
+        );
     }
 }

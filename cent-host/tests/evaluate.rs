@@ -1,0 +1,120 @@
+//! `cent evaluate` on the toy dataset: the plausibility sweep and its plot, dominance in the
+//! JSON, and the same bytes for the same seed.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// Runs `cent evaluate` on the toy data with `rest`, writing into a fresh `out/` of `case`.
+fn evaluate(case: &str, rest: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let toy = toy();
+    let out = dir(&format!("evaluate-{case}")).join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let out_arg = out.display().to_string();
+    let mut args = vec!["--factuals", "8", "--format", "json", "--out", &out_arg];
+    args.extend_from_slice(rest);
+    let o = toy.run("evaluate", &args);
+    assert_no_panic(&o);
+    (o, out)
+}
+
+/// The JSON without its wall-clock fields (`latency_ms…`), which differ between runs.
+fn without_latency(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|key, _| !key.starts_with("latency_ms"));
+            map.values_mut().for_each(without_latency);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(without_latency),
+        _ => {}
+    }
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the JSON is written")).expect("valid JSON")
+}
+
+/// The text of every `<text>` element of an SVG.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string()))
+        .collect()
+}
+
+fn count(text: &str, needle: &str) -> usize {
+    text.matches(needle).count()
+}
+
+#[test]
+fn test_sweep_writes_one_pareto_plot_with_every_baseline_and_setting() {
+    let (o, out) = evaluate("sweep", &["--sweep", "1,0,0.5"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let plots: Vec<String> = std::fs::read_dir(out.join("plots"))
+        .expect("plots/ is written")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(plots, vec!["pareto-toy-mlp.svg".to_string()], "one plot for the one pair");
+    let svg = std::fs::read_to_string(out.join("plots/pareto-toy-mlp.svg")).expect("readable");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    // A triangle per baseline, a dot per sweep setting, each labelled; the default marked.
+    assert_eq!(count(&svg, "<polygon"), 4, "{svg}");
+    assert_eq!(count(&svg, "<circle"), 3, "{svg}");
+    let labels = texts(&svg);
+    for label in ["gs", "face", "nun", "random", "default"] {
+        assert!(labels.iter().any(|l| l == label), "label {label} missing: {labels:?}");
+    }
+    // Settings that land on the same point share one label ("cent 0, 0.5").
+    let mut settings: Vec<&str> =
+        labels.iter().filter_map(|l| l.strip_prefix("cent ")).flat_map(|l| l.split(", ")).collect();
+    settings.sort_unstable();
+    assert_eq!(settings, vec!["0", "0.5", "1"], "{labels:?}");
+    for axis in ["mean l0 (changed features)", "yNN (k = 5)"] {
+        assert!(svg.contains(axis), "axis {axis} missing");
+    }
+    // The JSON: the sweep in ascending order, the configured setting (0) marked as the default
+    // and equal to the headline CEnt summary, and the dominance verdict.
+    let doc = json(&out.join("toy-mlp.json"));
+    let sweep = doc["sweep"].as_array().expect("a sweep array");
+    let settings: Vec<f64> = sweep.iter().map(|p| p["plausibility"].as_f64().expect("a number")).collect();
+    assert_eq!(settings, vec![0.0, 0.5, 1.0]);
+    let defaults: Vec<bool> = sweep.iter().map(|p| p["default"].as_bool().expect("a flag")).collect();
+    assert_eq!(defaults, vec![true, false, false]);
+    assert_eq!(sweep[0]["summary"], doc["methods"][0]["summary"]);
+    assert!(doc["cent_dominated_by"].is_array(), "{}", doc["cent_dominated_by"]);
+    let cent = &doc["methods"][0];
+    assert!(cent["summary"]["target_row_distance_median"].is_number(), "{}", cent["summary"]);
+    let first = cent["rows"].as_array().and_then(|r| r.iter().find(|r| r["found"] == true)).expect("a found row");
+    assert!(first["target_row_distance"].as_f64().is_some_and(|d| d >= 0.0), "{first}");
+}
+
+#[test]
+fn test_same_seed_gives_the_same_plot_and_results() {
+    let (one, out_one) = evaluate("same-1", &["--sweep", "0,0.5,1"]);
+    let (two, out_two) = evaluate("same-2", &["--sweep", "0,0.5,1"]);
+    assert!(one.status.success() && two.status.success(), "{}{}", stderr(&one), stderr(&two));
+    let svg = |out: &Path| std::fs::read(out.join("plots/pareto-toy-mlp.svg")).expect("the plot is written");
+    assert_eq!(svg(&out_one), svg(&out_two), "the plot's bytes differ between two runs");
+    let (mut a, mut b) = (json(&out_one.join("toy-mlp.json")), json(&out_two.join("toy-mlp.json")));
+    without_latency(&mut a);
+    without_latency(&mut b);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn test_sweep_none_runs_no_sweep_and_draws_no_plot() {
+    let (o, out) = evaluate("none", &["--sweep", "none"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&out.join("toy-mlp.json"))["sweep"], serde_json::json!([]));
+    assert!(!out.join("plots/pareto-toy-mlp.svg").exists());
+}
+
+#[test]
+fn test_bad_sweep_is_a_usage_error_naming_the_value() {
+    for (value, needle) in [("0,2", "2 is outside 0..=1"), ("0,high", "`high` is not a number")] {
+        let (o, _) = evaluate("bad", &["--sweep", value]);
+        assert_eq!(o.status.code(), Some(2), "--sweep {value}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "--sweep {value}: {}", stderr(&o));
+    }
+}
