@@ -152,6 +152,11 @@ pub struct Summary {
     pub target_row_distance_median: f64,
     /// Median over found counterfactuals of the model's probability of the target class.
     pub target_probability_median: f64,
+    /// Of the changed numbers of observed-support features (all found counterfactuals), the
+    /// share whose value no training row has.
+    pub unseen_value_share: f64,
+    /// Share of found counterfactuals that break a schema link.
+    pub link_violation_rate: f64,
     /// Latency over all factuals, milliseconds.
     pub latency_ms_mean: f64,
     pub latency_ms_median: f64,
@@ -308,6 +313,7 @@ impl<'a> Bench<'a> {
             model: self.model,
             encoder: &self.vae.encoder,
             reference: &self.reference,
+            support: self.explainer.support(),
         };
         let mut row = Row {
             test_row,
@@ -411,6 +417,12 @@ pub fn summarize(method: MethodKind, rows: &[Row]) -> Summary {
             p.sort_by(f64::total_cmp);
             median(&p)
         },
+        unseen_value_share: {
+            let changed: usize = found.iter().map(|m| m.observed_changes).sum();
+            let unseen: usize = found.iter().map(|m| m.unseen_values).sum();
+            if changed == 0 { 0.0 } else { unseen as f64 / changed as f64 }
+        },
+        link_violation_rate: share(&|m| m.link_violations > 0),
         latency_ms_mean: mean(latency.iter().copied()),
         latency_ms_median: median(&latency),
         latency_ms_max: latency.last().copied().unwrap_or(0.0),
@@ -452,6 +464,9 @@ mod tests {
             ynn: 0.8,
             target_row_distance: Some(l1 / 2.0),
             target_probability: 0.7,
+            unseen_values: 0,
+            observed_changes: 0,
+            link_violations: 0,
         }
     }
 

@@ -299,6 +299,11 @@ impl<'a> Explainer<'a> {
         &self.schema
     }
 
+    /// The values and combinations of values the pool rows hold.
+    pub fn support(&self) -> &Support {
+        &self.support
+    }
+
     /// The black box's labels of the pool.
     pub fn pool_labels(&self) -> &[usize] {
         &self.pool_labels

@@ -11,6 +11,7 @@
 use crate::blackbox::{BlackBox, ModelError};
 use crate::data::Value;
 use crate::layers::Mlp;
+use crate::support::Support;
 use cent_nostd::counterfactual;
 use cent_nostd::schema::{self, Kind, Mutability, Query, Schema};
 use serde::Serialize;
@@ -61,7 +62,8 @@ pub fn flipped(model: &dyn BlackBox, x_new: &[f32], target: usize) -> Result<boo
 }
 
 /// Redundancy: how many changed logical features can each, alone, be set back to `x`'s value
-/// while the model still predicts `target`. 0 means every change is needed.
+/// while the model still predicts `target` and the result breaks no schema link (a set-back that
+/// pairs values no person has is no valid alternative). 0 means every change is needed.
 ///
 /// All the one-feature reverts go to the model in one batch.
 ///
@@ -70,6 +72,7 @@ pub fn flipped(model: &dyn BlackBox, x_new: &[f32], target: usize) -> Result<boo
 pub fn redundancy(
     schema: &Schema,
     model: &dyn BlackBox,
+    support: &Support,
     x: &[f32],
     x_new: &[f32],
     target: usize,
@@ -86,7 +89,12 @@ pub fn redundancy(
     if batch.is_empty() {
         return Ok(0);
     }
-    Ok(predicted(model, &batch)?.iter().filter(|&&c| c == target).count())
+    let cols = x.len().max(1);
+    Ok(predicted(model, &batch)?
+        .iter()
+        .zip(batch.chunks_exact(cols))
+        .filter(|&(&c, back)| c == target && support.broken(x, back) == 0)
+        .count())
 }
 
 /// Constraint violations of `x'` relative to `x`, judged on decoded (raw) values.
@@ -232,6 +240,13 @@ pub struct Measures {
     /// The model's probability of the target class for `x'` (how far past the decision
     /// boundary the counterfactual lies).
     pub target_probability: f64,
+    /// Changed numbers of features with observed support (`support = "observed"`) whose value
+    /// no training row has, and how many such numbers changed.
+    pub unseen_values: usize,
+    pub observed_changes: usize,
+    /// Schema links the move from `x` to `x'` breaks: a pair or combination of values no
+    /// training row has (`Support::broken`).
+    pub link_violations: usize,
 }
 
 /// What [`measure`] needs besides `x`, `x'` and the target.
@@ -242,6 +257,8 @@ pub struct Judge<'a> {
     pub model: &'a dyn BlackBox,
     pub encoder: &'a Mlp,
     pub reference: &'a Reference,
+    /// The training rows' values and combinations (observed support, links).
+    pub support: &'a Support,
 }
 
 impl std::fmt::Debug for Judge<'_> {
@@ -263,12 +280,15 @@ pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Re
         l2: l2(x, x_new),
         linf: linf(x, x_new),
         latent: latent_distance(judge.encoder, x, x_new),
-        redundancy: redundancy(judge.schema, judge.model, x, x_new, target)?,
+        redundancy: redundancy(judge.schema, judge.model, judge.support, x, x_new, target)?,
         violations: violations(judge.schema, judge.query, x, x_new),
         feasible: counterfactual::check(judge.schema, judge.query, x, x_new).is_ok(),
         ynn,
         target_row_distance,
         target_probability: judge.model.probabilities(x_new)?.get(target).map_or(0.0, |&p| f64::from(p)),
+        unseen_values: judge.support.unseen(x, x_new).0,
+        observed_changes: judge.support.unseen(x, x_new).1,
+        link_violations: judge.support.broken(x, x_new),
     })
 }
 
@@ -333,10 +353,10 @@ mod tests {
         // income does not.
         let x_new = [0.7, 0.3, 0.6, 0.0, 0.0, 1.0];
         assert!(flipped(&Threshold, &x_new, 1).expect("runs"));
-        assert_eq!(redundancy(&schema(), &Threshold, &X, &x_new, 1).expect("runs"), 2);
+        assert_eq!(redundancy(&schema(), &Threshold, &Support::none(6), &X, &x_new, 1).expect("runs"), 2);
         // Only income changes: it cannot be reverted.
         let minimal = [0.7, 0.3, 0.4, 0.0, 1.0, 0.0];
-        assert_eq!(redundancy(&schema(), &Threshold, &X, &minimal, 1).expect("runs"), 0);
+        assert_eq!(redundancy(&schema(), &Threshold, &Support::none(6), &X, &minimal, 1).expect("runs"), 0);
     }
 
     #[test]
@@ -421,7 +441,15 @@ mod tests {
         let s = schema();
         let q = s.default_query();
         let reference = Reference::new(&Threshold, X.to_vec(), 6).expect("runs");
-        let judge = Judge { schema: &s, query: &q, model: &Threshold, encoder: &encoder, reference: &reference };
+        let support = Support::none(6);
+        let judge = Judge {
+            schema: &s,
+            query: &q,
+            model: &Threshold,
+            encoder: &encoder,
+            reference: &reference,
+            support: &support,
+        };
         let x_new = [0.7, 0.3, 0.4, 0.0, 1.0, 0.0];
         let m = measure(&judge, &X, &x_new, 1).expect("runs");
         assert!(m.flipped && m.feasible);

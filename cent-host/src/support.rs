@@ -68,6 +68,12 @@ struct LinkTable {
 }
 
 impl Support {
+    /// Support of `columns`-wide rows that asks nothing: no observed values, no links (every
+    /// value and combination is accepted). For data described without a schema.
+    pub fn none(columns: usize) -> Support {
+        Support { n_cols: columns, features: Vec::new(), observed: Vec::new(), links: Vec::new() }
+    }
+
     /// Collects the observed values and link combinations of `rows`, the row-major encoded
     /// training rows of `encoding` (`encoding.n_cols()` values each; a trailing partial row
     /// is ignored, as are values that are not finite).

@@ -134,3 +134,66 @@ fn test_sweep_has_one_point_per_setting_and_reuses_the_default() {
     let again = bench.run(MethodKind::Cent, &factuals).expect("runs").summary;
     assert_eq!((again.l0, again.ynn), (cent.l0, cent.ynn), "the sweep leaves the configured setting in place");
 }
+
+/// The data-support metrics on hand-made counterfactuals of one Adult row: a capital gain no
+/// person has is an unseen value, a divorced husband breaks the marital-status × relationship ×
+/// sex link, and a set-back that would break the link is not counted as redundant.
+#[test]
+fn test_unseen_values_and_link_violations_are_measured() {
+    use cent_host::data::Value;
+    use cent_host::metrics::{Judge, Reference, measure};
+    use cent_host::support::Support;
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let query = schema.default_query();
+    let cols = schema.columns();
+    let support = Support::new(enc, &a.prepared.train.data);
+    let reference = Reference::new(&a.model, a.prepared.train.data.clone(), cols).expect("labels");
+    let judge = Judge {
+        schema: &schema,
+        query: &query,
+        model: &a.model,
+        encoder: &a.vae.encoder,
+        reference: &reference,
+        support: &support,
+    };
+    let index = |name: &str| enc.feature_index(name).unwrap();
+    // A divorced man outside any family.
+    let row = (0..a.prepared.test.n_rows())
+        .find(|&r| {
+            let v = enc.decode(a.prepared.test.row(r)).unwrap();
+            v[index("marital-status")]
+                == Value::Category(enc.category_index(index("marital-status"), "Divorced").unwrap())
+                && v[index("sex")] == Value::Category(enc.category_index(index("sex"), "Male").unwrap())
+                && v[index("capital-gain")] == Value::Number(0.0)
+        })
+        .expect("a divorced man without capital gains");
+    let x = a.prepared.test.row(row);
+    let with = |changes: &[(&str, Value)]| {
+        let mut v = enc.decode(x).unwrap();
+        for (name, value) in changes {
+            v[index(name)] = value.clone();
+        }
+        enc.encode_row(&v).unwrap()
+    };
+    let gain = schema.features()[index("capital-gain")];
+    let seen = |raw: f32| {
+        a.prepared.train.data.chunks_exact(cols).any(|r| (gain.decode(r[gain.col as usize]) - raw).abs() < 0.5)
+    };
+    let unseen_gain = (12_000..13_000).map(|g| g as f32).find(|&g| !seen(g)).expect("a gain no one has");
+    let m = measure(&judge, x, &with(&[("capital-gain", Value::Number(f64::from(unseen_gain)))]), 1).unwrap();
+    assert_eq!((m.unseen_values, m.observed_changes, m.link_violations), (1, 1, 0));
+    let seen_gain = (0..100_000).map(|g| g as f32).find(|&g| g > 0.0 && seen(g)).unwrap();
+    let m = measure(&judge, x, &with(&[("capital-gain", Value::Number(f64::from(seen_gain)))]), 1).unwrap();
+    assert_eq!((m.unseen_values, m.observed_changes), (0, 1));
+    let husband = Value::Category(enc.category_index(index("relationship"), "Husband").unwrap());
+    let m = measure(&judge, x, &with(&[("relationship", husband.clone())]), 1).unwrap();
+    assert_eq!(m.link_violations, 1);
+    // Married and a husband: an observed combination. Setting marital-status back alone would
+    // make a divorced husband, which is not counted as a redundant change.
+    let married = Value::Category(enc.category_index(index("marital-status"), "Married-civ-spouse").unwrap());
+    let both = with(&[("relationship", husband), ("marital-status", married)]);
+    let m = measure(&judge, x, &both, 1).unwrap();
+    assert_eq!((m.link_violations, m.redundancy), (0, 0));
+}

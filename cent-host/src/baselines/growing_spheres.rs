@@ -142,7 +142,13 @@ mod tests {
             let found = GrowingSpheres::default().counterfactual(p, &X, 1).expect("the toy flips");
             assert_valid(p, &found);
             // After feature selection no change can be reverted alone.
-            assert_eq!(crate::metrics::redundancy(p.schema, p.model, &X, &found.x, 1).ok(), Some(0), "{:?}", found.x);
+            assert_eq!(
+                crate::metrics::redundancy(p.schema, p.model, &crate::support::Support::none(X.len()), &X, &found.x, 1)
+                    .ok(),
+                Some(0),
+                "{:?}",
+                found.x
+            );
             assert!(crate::metrics::l0(p.schema, &X, &found.x) >= 1);
         });
     }

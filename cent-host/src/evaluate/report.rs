@@ -78,6 +78,18 @@ pub fn missed_goals(s: &Summary, dataset: &str, model: &str, dominated: &[Method
     if s.ynn < 0.8 {
         missed.push(format!("yNN {:.2} < 0.8", s.ynn));
     }
+    if s.found > 0 && s.target_probability_median < 0.6 {
+        missed.push(format!("p(target) median {:.2} < 0.6", s.target_probability_median));
+    }
+    if s.l0 > 2.0 {
+        missed.push(format!("l0 {:.2} > 2", s.l0));
+    }
+    if s.unseen_value_share > 0.0 {
+        missed.push(format!("unseen values {:.2}", s.unseen_value_share));
+    }
+    if s.link_violation_rate > 0.0 {
+        missed.push(format!("link violations {:.2}", s.link_violation_rate));
+    }
     if !dominated.is_empty() {
         missed.push(format!("dominated by {}", names(dominated)));
     }
@@ -95,15 +107,15 @@ fn names(kinds: &[MethodKind]) -> String {
 /// A markdown table of method summaries.
 pub fn summary_table(results: &[MethodResult]) -> String {
     let mut out = String::from(
-        "| method | found | flip rate | l0 | l1 | l2 | linf | latent | redundancy | immutable viol. | semi-immutable viol. | yNN | target-row dist. median | p(target) median | latency ms (mean / median) | fidelity |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| method | found | flip rate | l0 | l1 | l2 | linf | latent | redundancy | immutable viol. | semi-immutable viol. | unseen values | link viol. | yNN | target-row dist. median | p(target) median | latency ms (mean / median) | fidelity |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in results {
         let s = &r.summary;
         let fidelity = s.fidelity.map_or_else(|| "–".to_string(), |f| format!("{f:.3}"));
         let _ = writeln!(
             out,
-            "| {} | {}/{} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3} | {:.2} | {:.1} / {:.1} | {} |",
+            "| {} | {}/{} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3} | {:.2} | {:.1} / {:.1} | {} |",
             s.method.name(),
             s.found,
             s.factuals,
@@ -116,6 +128,8 @@ pub fn summary_table(results: &[MethodResult]) -> String {
             s.redundancy,
             s.immutable_violation_rate,
             s.semi_immutable_violation_rate,
+            s.unseen_value_share,
+            s.link_violation_rate,
             s.ynn,
             s.target_row_distance_median,
             s.target_probability_median,
@@ -130,8 +144,8 @@ pub fn summary_table(results: &[MethodResult]) -> String {
 /// The headline table: CEnt on every pair, against the quality goals and the paper.
 fn headline(pairs: &[PairReport]) -> String {
     let mut out = String::from(
-        "| dataset | model | test acc. (balanced) | flip rate | l0 | l1 | yNN | p(target) median | redundancy | immutable / semi viol. | fidelity (paper) | latency ms (mean) | dominated by | goals missed |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
+        "| dataset | model | test acc. (balanced) | flip rate | l0 | l1 | yNN | p(target) median | redundancy | immutable / semi / link viol. | unseen values | fidelity (paper) | latency ms (mean) | dominated by | goals missed |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
     );
     for p in pairs {
         let Some(r) = p.results.iter().find(|r| r.summary.method == MethodKind::Cent) else { continue };
@@ -144,7 +158,7 @@ fn headline(pairs: &[PairReport]) -> String {
         let dominated = names(&dominated);
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} ({:.3}) | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} | {fidelity} ({paper}) | {:.1} | {dominated} | {missed} |",
+            "| {} | {} | {:.3} ({:.3}) | {:.2} | {:.2} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} / {:.2} | {:.2} | {fidelity} ({paper}) | {:.1} | {dominated} | {missed} |",
             p.dataset,
             p.model,
             p.accuracy,
@@ -157,6 +171,8 @@ fn headline(pairs: &[PairReport]) -> String {
             s.redundancy,
             s.immutable_violation_rate,
             s.semi_immutable_violation_rate,
+            s.link_violation_rate,
+            s.unseen_value_share,
             s.latency_ms_mean
         );
     }
@@ -224,7 +240,12 @@ the *encoded* columns (min-max scaled numbers in [0, 1], binary 0/1, one-hot col
 adds 2 to l1, √2 to l2, 1 to linf).\n\
 - **latent**: Euclidean distance between the VAE means of the factual and the counterfactual (the VAE CEnt uses).\n\
 - **redundancy**: changed features that can each, alone, be set back to the factual's value while the model still \
-predicts the target; mean count per counterfactual.\n\
+predicts the target (argmax) and no schema link breaks; mean count per counterfactual. A change CEnt keeps to reach its \
+required probability (`--min-probability`) counts as redundant here.\n\
+- **unseen values**: of the changed numbers of features with observed support (`support = \"observed\"`, the default \
+for whole numbers), the share whose value no training row has.\n\
+- **link viol.**: share of counterfactuals whose move makes a combination of linked features (`[[link]]` in the \
+schema) that no training row has.\n\
 - **immutable / semi-immutable viol.**: share of counterfactuals whose decoded values change an immutable feature / move \
 a one-direction feature the wrong way or make a forbidden category transition.\n\
 - **yNN**: share of the 5 nearest dataset rows (training + test, encoded, Euclidean) of the counterfactual that the model \
@@ -241,7 +262,7 @@ assigns to the target class.\n\
 /// Header of [`csv_rows`].
 pub const CSV_HEADER: &str = "dataset,model,method,test_row,fact_class,target_class,found,flipped,latency_ms,l0,l1,l2,\
 linf,latent,redundancy,immutable_violation,semi_immutable_violation,feasible,ynn,target_row_distance,target_probability,\
-fidelity,reason";
+unseen_values,observed_changes,link_violations,fidelity,reason";
 
 /// One CSV line per factual (no header); absent values are empty fields.
 pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) -> String {
@@ -253,7 +274,7 @@ pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) ->
         let reason = r.reason.as_deref().unwrap_or("").replace('"', "'");
         let _ = writeln!(
             out,
-            "{dataset},{model},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{reason}\"",
+            "{dataset},{model},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{reason}\"",
             method.name(),
             r.test_row,
             r.fact_class,
@@ -273,6 +294,9 @@ pub fn csv_rows(dataset: &str, model: &str, method: MethodKind, rows: &[Row]) ->
             num(m.map(|m| m.ynn)),
             num(m.and_then(|m| m.target_row_distance)),
             num(m.map(|m| m.target_probability)),
+            m.map_or_else(String::new, |m| m.unseen_values.to_string()),
+            m.map_or_else(String::new, |m| m.observed_changes.to_string()),
+            m.map_or_else(String::new, |m| m.link_violations.to_string()),
             num(r.fidelity),
         );
     }
@@ -299,6 +323,9 @@ mod tests {
             ynn: 1.0,
             target_row_distance: Some(0.5),
             target_probability: 0.9,
+            unseen_values: 0,
+            observed_changes: 0,
+            link_violations: 0,
         };
         Row {
             test_row: 4,
