@@ -173,7 +173,7 @@ fn test_unseen_values_and_link_violations_are_measured() {
     let with = |changes: &[(&str, Value)]| {
         let mut v = enc.decode(x).unwrap();
         for (name, value) in changes {
-            v[index(name)] = value.clone();
+            v[index(name)] = *value;
         }
         enc.encode_row(&v).unwrap()
     };
@@ -188,7 +188,7 @@ fn test_unseen_values_and_link_violations_are_measured() {
     let m = measure(&judge, x, &with(&[("capital-gain", Value::Number(f64::from(seen_gain)))]), 1).unwrap();
     assert_eq!((m.unseen_values, m.observed_changes), (0, 1));
     let husband = Value::Category(enc.category_index(index("relationship"), "Husband").unwrap());
-    let m = measure(&judge, x, &with(&[("relationship", husband.clone())]), 1).unwrap();
+    let m = measure(&judge, x, &with(&[("relationship", husband)]), 1).unwrap();
     assert_eq!(m.link_violations, 1);
     // Married and a husband: an observed combination. Setting marital-status back alone would
     // make a divorced husband, which is not counted as a redundant change.
