@@ -430,3 +430,30 @@ fn test_direction_on_unordered_categorical_in_schema_names_file_and_fix() {
     let o = custom("schema-unordered-direction", &schema, &ordered_csv(50), &[]);
     assert_fails_with(&o, &["toy.toml", "job", "add `ordered = true` and list the categories in order"]);
 }
+
+/// `--min-probability` and `--plausibility` take a number in 0..=1 (anything else is a usage
+/// error naming it); every answer reports its probability (at least the minimum) and how it
+/// was made.
+#[test]
+fn test_confidence_and_plausibility_options() {
+    let toy = toy();
+    for (flag, value) in [("--min-probability", "1.5"), ("--plausibility", "1.1"), ("--plausibility", "lots")] {
+        let o = toy.run("explain", &["--row", "0", flag, value]);
+        assert_no_panic(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
+        assert!(stderr(&o).contains(value), "{flag} {value}: {}", stderr(&o));
+    }
+    // Row 0 is `good` (favourable): ask for the other class.
+    let o = toy.run("explain", &["--row", "0", "--desired", "bad", "--min-probability", "0.7", "--format", "json"]);
+    assert_no_panic(&o);
+    let doc = json(&o);
+    assert!(doc["explanation"].is_object() || doc["not_found"].is_string(), "{doc}");
+    if let Some(cfs) = doc["explanation"]["counterfactuals"].as_array() {
+        for cf in cfs {
+            assert!(cf["class"]["probability"].as_f64().is_some_and(|p| p >= 0.7 - 1e-6), "{cf}");
+            assert!(cf["realization"].is_string(), "{cf}");
+        }
+    } else {
+        assert!(doc["not_found"].as_str().is_some_and(|r| r.contains("required probability")), "{doc}");
+    }
+}

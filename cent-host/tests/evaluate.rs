@@ -73,15 +73,15 @@ fn test_sweep_writes_one_pareto_plot_with_every_baseline_and_setting() {
     for axis in ["mean l0 (changed features)", "yNN (k = 5)"] {
         assert!(svg.contains(axis), "axis {axis} missing");
     }
-    // The JSON: the sweep in ascending order, the configured setting (0) marked as the default
+    // The JSON: the sweep in ascending order, the configured setting (0.5) marked as the default
     // and equal to the headline CEnt summary, and the dominance verdict.
     let doc = json(&out.join("toy-mlp.json"));
     let sweep = doc["sweep"].as_array().expect("a sweep array");
     let settings: Vec<f64> = sweep.iter().map(|p| p["plausibility"].as_f64().expect("a number")).collect();
     assert_eq!(settings, vec![0.0, 0.5, 1.0]);
     let defaults: Vec<bool> = sweep.iter().map(|p| p["default"].as_bool().expect("a flag")).collect();
-    assert_eq!(defaults, vec![true, false, false]);
-    assert_eq!(sweep[0]["summary"], doc["methods"][0]["summary"]);
+    assert_eq!(defaults, vec![false, true, false]);
+    assert_eq!(sweep[1]["summary"], doc["methods"][0]["summary"]);
     assert!(doc["cent_dominated_by"].is_array(), "{}", doc["cent_dominated_by"]);
     let cent = &doc["methods"][0];
     assert!(cent["summary"]["target_row_distance_median"].is_number(), "{}", cent["summary"]);

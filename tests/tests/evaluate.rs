@@ -126,8 +126,9 @@ fn test_sweep_has_one_point_per_setting_and_reuses_the_default() {
     let cent = bench.run(MethodKind::Cent, &factuals).expect("runs").summary;
     let sweep = bench.sweep(&factuals, &cent).expect("runs");
     let settings: Vec<(f32, bool)> = sweep.iter().map(|p| (p.plausibility, p.default)).collect();
-    assert_eq!(settings, vec![(0.0, true), (0.5, false), (1.0, false)]);
-    assert_eq!(sweep[0].summary, cent);
+    // The configured setting is the explainer's default, 0.5.
+    assert_eq!(settings, vec![(0.0, false), (0.5, true), (1.0, false)]);
+    assert_eq!(sweep[1].summary, cent);
     for p in &sweep {
         assert_eq!((p.summary.method, p.summary.factuals), (MethodKind::Cent, 4));
     }

@@ -42,6 +42,13 @@ pub struct EvaluateArgs {
     /// Example: --sweep 0,0.5,1
     #[arg(long, value_parser = parse_sweep, verbatim_doc_comment)]
     pub sweep: Option<Sweep>,
+    /// CEnt's plausibility weight, 0 to 1 (see `cent explain --help`); the headline setting.
+    #[arg(long, default_value_t = cent_host::explain::Config::default().plausibility, value_parser = super::unit_interval)]
+    pub plausibility: f32,
+    /// The model's probability of the target class CEnt's counterfactuals need, 0 to 1. E.g.
+    /// `--min-probability 0` for any counterfactual the model puts in the target class.
+    #[arg(long, default_value_t = cent_host::explain::Config::default().min_probability, value_parser = super::unit_interval)]
+    pub min_probability: f32,
 }
 
 /// The plausibility settings of `--sweep`, ascending, without repeats.
@@ -196,6 +203,8 @@ fn evaluate_pair(
 ) -> Result<PairReport> {
     let start = Instant::now();
     let mut config = Config::new(args.factuals, args.data.seed);
+    config.cent.plausibility = args.plausibility;
+    config.cent.min_probability = args.min_probability;
     if let Some(Sweep(values)) = &args.sweep {
         config.sweep.clone_from(values);
     }

@@ -50,12 +50,12 @@ pub struct ExplainArgs {
     /// class becomes the point just inside its boundary; above 0 the point may also be taken
     /// towards (or onto) the values of the region's nearest person of the target class, and
     /// points whose latent neighbours the model mostly gives the target class are preferred.
-    #[arg(long, default_value_t = Config::default().plausibility, value_parser = unit_interval)]
+    #[arg(long, default_value_t = Config::default().plausibility, value_parser = super::unit_interval)]
     pub plausibility: f32,
     /// The model's probability of the target class a counterfactual needs, 0 to 1 (a point just
     /// past the boundary, at 0.51, is undone by the smallest model update). E.g.
     /// `--min-probability 0.7`.
-    #[arg(long, default_value_t = Config::default().min_probability, value_parser = unit_interval)]
+    #[arg(long, default_value_t = Config::default().min_probability, value_parser = super::unit_interval)]
     pub min_probability: f32,
     /// Features that must not change (comma-separated names), on top of the schema's. A feature
     /// may appear in only one of --immutable, --increase-only, --decrease-only and --free.
@@ -77,15 +77,6 @@ pub struct ExplainArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-}
-
-/// A number in `0..=1`, for clap.
-fn unit_interval(text: &str) -> Result<f32, String> {
-    match text.parse::<f32>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        Ok(v) => Err(format!("{v} is outside 0..=1")),
-        Err(e) => Err(format!("`{text}` is not a number: {e}")),
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -423,7 +414,22 @@ pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
         .filter(|(_, m)| **m == Mutability::Immutable)
         .map(|(a, _)| a.name.as_str())
         .collect();
-    outln!("Constraints: never change {}; other features move within their observed ranges.\n", fixed.join(", "))?;
+    outln!("Constraints: never change {}; other features move within their observed ranges.", fixed.join(", "))?;
+    let linked: Vec<String> = enc
+        .links()
+        .iter()
+        .map(|l| l.features.iter().map(|&j| enc.attributes()[j].name.as_str()).collect::<Vec<_>>().join(" × "))
+        .collect();
+    if !linked.is_empty() {
+        outln!(
+            "Whole numbers take values people in the data have; {} only take combinations people have.",
+            linked.join(", ")
+        )?;
+    }
+    outln!(
+        "Each answer needs the model's probability {} or more and is pared down to the changes it needs.\n",
+        Config::default().min_probability
+    )?;
     let preds = model.predict(&a.prepared.test.data)?;
     let refused = preds.iter().enumerate().filter(|(_, p)| **p != favourable).map(|(i, _)| i);
     let mut shown = 0;

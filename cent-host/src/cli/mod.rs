@@ -382,3 +382,12 @@ fn fetch(args: &FetchArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// A number in `0..=1`, for clap.
+pub(crate) fn unit_interval(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!("{v} is outside 0..=1")),
+        Err(e) => Err(format!("`{text}` is not a number: {e}")),
+    }
+}
