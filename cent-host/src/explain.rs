@@ -408,7 +408,7 @@ impl<'a> Explainer<'a> {
             return Ok(None);
         }
         let cols = x.len();
-        let mut rows = self.gathered(x, query, ids);
+        let mut rows = self.gathered(&projection(&self.schema, query, x, cols), ids);
         // A projected row may pair the query's fixed values with others no person has (sex
         // kept, relationship taken from the pool): repaired, or left out.
         let linked: Vec<bool> = rows.chunks_exact_mut(cols).map(|row| self.support.repair(x, row)).collect();
@@ -626,29 +626,27 @@ impl<'a> Explainer<'a> {
     /// With no such constraint the rows are the pool's and keep the pool's labels (no model
     /// call).
     fn projected(&self, x: &[f32], query: &Query, ids: &[u32]) -> Result<(Vec<f32>, Vec<usize>), ModelError> {
-        let cols = self.schema.columns();
+        let steps = projection(&self.schema, query, x, self.schema.columns());
+        let rows = self.gathered(&steps, ids);
         // Only features the query constrains change a row; with none, the rows are the pool's.
-        if projection(&self.schema, query, x, cols).is_empty() {
-            let rows = self.gathered(x, query, ids);
+        if steps.is_empty() {
             return Ok((rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect()));
         }
-        let rows = self.gathered(x, query, ids);
         let labels = self.model.predict(&rows)?;
         Ok((rows, labels))
     }
 
-    /// The pool rows `ids`, row-major, projected onto what the query can reach (see
+    /// The pool rows `ids`, row-major, with the projection `steps` applied (see
     /// [`Explainer::projected`]).
-    fn gathered(&self, x: &[f32], query: &Query, ids: &[u32]) -> Vec<f32> {
+    fn gathered(&self, steps: &[Step], ids: &[u32]) -> Vec<f32> {
         let cols = self.schema.columns();
         let mut rows = Vec::with_capacity(ids.len() * cols);
         for &id in ids {
             let id = id as usize;
             rows.extend_from_slice(&self.pool_rows[id * cols..(id + 1) * cols]);
         }
-        let steps = projection(&self.schema, query, x, cols);
         for row in rows.chunks_exact_mut(cols) {
-            apply_projection(&steps, row);
+            apply_projection(steps, row);
         }
         rows
     }
@@ -926,12 +924,13 @@ impl<'a> Explainer<'a> {
     /// Per row (row-major, encoded), the share of its [`AGREEMENT_K`] nearest pool points in
     /// the VAE's latent space that the model assigns to one of `targets`.
     fn agreement(&self, rows: &[f32], targets: &[usize]) -> Vec<f32> {
-        if rows.is_empty() {
-            return Vec::new();
+        let latent = self.encoder.outputs();
+        if rows.is_empty() || latent == 0 {
+            return vec![0.0; rows.len() / self.schema.columns().max(1)];
         }
         let z = self.encoder.forward_batch(rows);
         let all: Vec<usize> = (0..self.model.classes()).collect();
-        z.chunks_exact(self.encoder.outputs())
+        z.chunks_exact(latent)
             .map(|q| {
                 let ids = self.pool.nearest_in(q, &all, AGREEMENT_K);
                 let hits = ids.iter().filter(|&&id| targets.contains(&self.pool_labels[id as usize])).count();
