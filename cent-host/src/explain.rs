@@ -256,6 +256,8 @@ pub const PLAUSIBILITY_WEIGHT: f32 = 4.0;
 pub const FALLBACK_FIRST: usize = 256;
 /// Of those confirmed, the cheapest this many are pruned and compared.
 const FALLBACK_TRIED: usize = 4;
+/// Confirmed points the last resort repairs and re-confirms at most to find those.
+const FALLBACK_ATTEMPTS: usize = 16;
 
 /// Contrast leaves with a confirmed candidate that are ranked by plausibility (in path-cost
 /// order); later leaves are only used when these give fewer than `n` results.
@@ -408,17 +410,13 @@ impl<'a> Explainer<'a> {
             return Ok(None);
         }
         let cols = x.len();
-        let mut rows = self.gathered(&projection(&self.schema, query, x, cols), ids);
-        // A projected row may pair the query's fixed values with others no person has (sex
-        // kept, relationship taken from the pool): repaired, or left out.
-        let linked: Vec<bool> = rows.chunks_exact_mut(cols).map(|row| self.support.repair(x, row)).collect();
+        let rows = self.gathered(&projection(&self.schema, query, x, cols), ids);
         let proba = self.model.probabilities(&rows)?;
         let classes = self.model.classes();
         let mut found: Vec<(f32, usize)> = Vec::new();
         for (i, (row, p)) in rows.chunks_exact(cols).zip(proba.chunks_exact(classes)).enumerate() {
             let class = argmax(p);
-            if linked[i]
-                && target.matches(class as u8)
+            if target.matches(class as u8)
                 && p[class] >= self.config.min_probability
                 && row != x
                 && counterfactual::check(&self.schema, query, x, row).is_ok()
@@ -428,9 +426,19 @@ impl<'a> Explainer<'a> {
         }
         found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut best: Option<(f32, Vec<f32>, usize, f32)> = None;
-        for &(_, i) in found.iter().take(FALLBACK_TRIED) {
-            let row = self.formatted(x, &rows[i * cols..(i + 1) * cols]);
+        let mut tried = 0;
+        for &(_, i) in found.iter().take(FALLBACK_ATTEMPTS) {
+            if tried == FALLBACK_TRIED {
+                break;
+            }
+            // A projected row may pair the query's fixed values with others no person has (sex
+            // kept, relationship taken from the pool): repaired and confirmed again, or skipped.
+            let mut row = self.formatted(x, &rows[i * cols..(i + 1) * cols]);
+            if !self.support.repair(x, &mut row) {
+                continue;
+            }
             let Some((row, class, p)) = self.confirm(x, query, target, row)? else { continue };
+            tried += 1;
             let (row, class, p) = self.prune(x, query, target, row, class, p)?;
             let cost = self.move_cost(query, x, &row);
             if best.as_ref().is_none_or(|b| cost < b.0) {
