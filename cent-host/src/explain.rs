@@ -46,7 +46,8 @@ pub struct Config {
     /// points drawn towards the leaf's own target-class neighbours and prefer those.
     pub plausibility: f32,
     /// The model's probability of the target class a counterfactual needs to count, in
-    /// `0..=1`; at most the plain majority is asked for when it is lower than `1 / classes`.
+    /// `0..=1`; the target class must also be the model's decision, so a value at or below
+    /// `1 / classes` asks for nothing more than that.
     pub min_probability: f32,
 }
 
@@ -415,12 +416,7 @@ impl<'a> Explainer<'a> {
         let classes = self.model.classes();
         let mut found: Vec<(f32, usize)> = Vec::new();
         for (i, (row, p)) in rows.chunks_exact(cols).zip(proba.chunks_exact(classes)).enumerate() {
-            let class = argmax(p);
-            if target.matches(class as u8)
-                && p[class] >= self.config.min_probability
-                && row != x
-                && counterfactual::check(&self.schema, query, x, row).is_ok()
-            {
+            if self.accepts(x, query, target, row, p).is_some() {
                 found.push((self.move_cost(query, x, row), i));
             }
         }
@@ -459,8 +455,22 @@ impl<'a> Explainer<'a> {
         }))
     }
 
-    /// The model's class and probability for `row` when it confirms it (a target class with at
-    /// least [`Config::min_probability`]) and the constraint re-check passes.
+    /// The model's class and the probability of it when `p` (the model's output for `row`)
+    /// confirms `row` as a counterfactual of `x`: a target class with at least
+    /// [`Config::min_probability`], a change, and the core's constraint re-check. The one
+    /// acceptance test of candidates, last-resort points and pruned points; the data re-check
+    /// ([`Explainer::data_supported`]) comes on top where the point is final.
+    fn accepts(&self, x: &[f32], query: &Query, target: Target, row: &[f32], p: &[f32]) -> Option<(usize, f32)> {
+        let class = argmax(p);
+        let ok = target.matches(class as u8)
+            && p[class] >= self.config.min_probability
+            && row != x
+            && counterfactual::check(&self.schema, query, x, row).is_ok();
+        ok.then(|| (class, p[class]))
+    }
+
+    /// The model's class and probability for `row` when it confirms it ([`Explainer::accepts`])
+    /// and its values and combinations are ones the data hold.
     fn confirm(
         &self,
         x: &[f32],
@@ -469,13 +479,10 @@ impl<'a> Explainer<'a> {
         row: Vec<f32>,
     ) -> Result<Option<(Vec<f32>, usize, f32)>, ModelError> {
         let p = self.model.probabilities(&row)?;
-        let class = argmax(&p);
-        let ok = target.matches(class as u8)
-            && p[class] >= self.config.min_probability
-            && row != x
-            && counterfactual::check(&self.schema, query, x, &row).is_ok()
-            && self.data_supported(x, &row);
-        Ok(ok.then(|| (row, class, p[class])))
+        match self.accepts(x, query, target, &row, &p) {
+            Some((class, p)) if self.data_supported(x, &row) => Ok(Some((row, class, p))),
+            _ => Ok(None),
+        }
     }
 
     /// Sets changed features of a confirmed `row` back to `x`'s values while the model still
@@ -514,15 +521,12 @@ impl<'a> Explainer<'a> {
             let proba = self.model.probabilities(&batch)?;
             let mut best: Option<(usize, usize, f32)> = None;
             for (i, q) in proba.chunks_exact(classes).enumerate() {
-                let c = argmax(q);
                 let cand = &batch[i * row.len()..(i + 1) * row.len()];
-                if target.matches(c as u8)
-                    && q[c] >= self.config.min_probability
-                    && best.is_none_or(|b| q[c] > b.2)
-                    && counterfactual::check(&self.schema, query, x, cand).is_ok()
+                if let Some((c, pc)) = self.accepts(x, query, target, cand, q)
+                    && best.is_none_or(|b| pc > b.2)
                     && self.data_supported(x, cand)
                 {
-                    best = Some((i, c, q[c]));
+                    best = Some((i, c, pc));
                 }
             }
             let Some((i, c, q)) = best else { return Ok((row, class, p)) };
@@ -821,8 +825,9 @@ impl<'a> Explainer<'a> {
     /// model puts it in a target class with at least [`Config::min_probability`] and it passes
     /// the constraint re-check. At plausibility 0, each leaf (in path-cost order) gives its first
     /// confirmed candidate, up to `n` leaves. Above 0, the first [`RANKED_LEAVES`] leaves with a
-    /// confirmed candidate are ranked by `(1 - p) * move cost + p * PLAUSIBILITY_WEIGHT *
-    /// (1 - agreement)`, each by its best candidate, before later leaves in path-cost order.
+    /// confirmed candidate are ranked by `(1 - w) * move cost + w * PLAUSIBILITY_WEIGHT *
+    /// (1 - agreement)` (`w` = [`Config::plausibility`]), each by its best candidate, before
+    /// later leaves in path-cost order.
     #[allow(clippy::too_many_arguments)] // One query's resolved setting and its candidates.
     fn verify(
         &self,
@@ -840,16 +845,9 @@ impl<'a> Explainer<'a> {
         // The confirmed candidates, in candidate order (leaves in path-cost order).
         let mut confirmed: Vec<(Candidate, usize, f32)> = Vec::new();
         for (c, p) in cands.into_iter().zip(proba.chunks_exact(classes)) {
-            let class = argmax(p);
-            let valid = target.matches(class as u8)
-                && p[class] >= self.config.min_probability
-                && c.x != x
-                && counterfactual::check(&self.schema, query, x, &c.x).is_ok()
-                && self.data_supported(x, &c.x);
-            if valid {
-                confirmed.push((c, class, p[class]));
-            } else {
-                out.rejected += 1;
+            match self.accepts(x, query, target, &c.x, p) {
+                Some((class, pc)) if self.data_supported(x, &c.x) => confirmed.push((c, class, pc)),
+                _ => out.rejected += 1,
             }
         }
         let lambda = self.config.plausibility.clamp(0.0, 1.0);

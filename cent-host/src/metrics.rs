@@ -273,6 +273,7 @@ impl std::fmt::Debug for Judge<'_> {
 /// [`ModelError`] when the model fails.
 pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Result<Measures, ModelError> {
     let (ynn, target_row_distance) = judge.reference.neighbourhood(x_new, target, YNN_K);
+    let (unseen_values, observed_changes) = judge.support.unseen(x, x_new);
     Ok(Measures {
         flipped: flipped(judge.model, x_new, target)?,
         l0: l0(judge.schema, x, x_new),
@@ -286,8 +287,8 @@ pub fn measure(judge: &Judge<'_>, x: &[f32], x_new: &[f32], target: usize) -> Re
         ynn,
         target_row_distance,
         target_probability: judge.model.probabilities(x_new)?.get(target).map_or(0.0, |&p| f64::from(p)),
-        unseen_values: judge.support.unseen(x, x_new).0,
-        observed_changes: judge.support.unseen(x, x_new).1,
+        unseen_values,
+        observed_changes,
         link_violations: judge.support.broken(x, x_new),
     })
 }
