@@ -176,7 +176,7 @@ pub fn random_schema<R: Rng + ?Sized>(rng: &mut R, features: usize, classes: u8)
     }
     let mut schema = Schema::new(classes);
     for j in 0..features {
-        let col = schema.columns() as u8;
+        let col = schema.columns() as u16;
         // Columns left for this feature once every later feature has one.
         let room = COLUMNS - schema.columns() - (features - j - 1);
         let feature = random_feature(rng, j, col, room);
@@ -191,7 +191,7 @@ pub fn random_schema<R: Rng + ?Sized>(rng: &mut R, features: usize, classes: u8)
 }
 
 /// Feature `j` at column `col`, using at most `room` columns.
-fn random_feature<R: Rng + ?Sized>(rng: &mut R, j: usize, col: u8, room: usize) -> Feature {
+fn random_feature<R: Rng + ?Sized>(rng: &mut R, j: usize, col: u16, room: usize) -> Feature {
     let feature = match j % 4 {
         0 => Feature::continuous(col, 0.0, 1.0 + 999.0 * unit(rng)),
         1 => {
@@ -253,7 +253,7 @@ pub fn random_tree<R: Rng + ?Sized>(
     check_tree(depth, max_nodes)?;
     let mut nodes = vec![placeholder()];
     // Level and box of every node.
-    let mut boxes = vec![(0usize, Bounds::default())];
+    let mut boxes: Vec<(usize, Bounds)> = vec![(0usize, Bounds::default())];
     let (mut spine, mut spine_left) = (0usize, depth);
     let mut i = 0;
     // Invariant: nodes.len() + 2 * spine_left <= max_nodes, so the spine can always split.
@@ -291,12 +291,12 @@ fn placeholder() -> Node {
 /// A split `(col, threshold)` of a node with box `bounds` into two non-empty boxes, from a few
 /// random columns. When none of them splits and the node must (`force`), feature 0 (always
 /// continuous) is halved.
-fn random_split<R: Rng + ?Sized>(rng: &mut R, schema: &Schema, bounds: &Bounds, force: bool) -> Option<(u8, f32)> {
+fn random_split<R: Rng + ?Sized>(rng: &mut R, schema: &Schema, bounds: &Bounds, force: bool) -> Option<(u16, f32)> {
     for _ in 0..SPLIT_TRIES {
         let col = below(rng, schema.columns() as u32) as usize;
         let Some(f) = schema.feature_of_column(col).and_then(|j| schema.feature(j)) else { continue };
         if let Some(threshold) = threshold_in(rng, f, col, bounds) {
-            return Some((col as u8, threshold));
+            return Some((col as u16, threshold));
         }
     }
     let (lo, hi) = unit_interval(bounds, 0);

@@ -28,8 +28,8 @@ use crate::blackbox::{BlackBox, ModelError};
 use crate::data::Prepared;
 use crate::explain::{self, Explainer};
 use crate::metrics::{self, Judge, Measures, Reference};
+use crate::profile::{Query, Schema};
 use crate::vae::Vae;
-use cent_nostd::schema::{Query, Schema};
 use serde::Serialize;
 use std::time::Instant;
 

@@ -11,14 +11,15 @@ use crate::blackbox::{BlackBox, ModelError};
 use crate::data::{Encoding, QueryError, Value};
 use crate::layers::Mlp;
 use crate::neighbors::Pool;
+use crate::profile::{Bounds, Graph, Query, Schema, Search};
 use crate::support::Support;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
 use cent_nostd::atlas::MARGIN_LADDER;
 use cent_nostd::counterfactual;
-use cent_nostd::graph::{Graph, SCALE};
-use cent_nostd::schema::{Kind, Mutability, Query, Schema};
-use cent_nostd::search::{Search, Target};
-use cent_nostd::tree::{Bounds, NodeIdx, Tree};
+use cent_nostd::graph::SCALE;
+use cent_nostd::schema::{Kind, Mutability};
+use cent_nostd::search::Target;
+use cent_nostd::tree::{NodeIdx, Tree};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
@@ -264,8 +265,9 @@ const FALLBACK_ATTEMPTS: usize = 16;
 /// order); later leaves are only used when these give fewer than `n` results.
 const RANKED_LEAVES: usize = 8;
 
-/// Node capacity of the graph and search (the core's default).
-const NODES: usize = cent_nostd::capacity::NODES;
+/// Factors by which [`Explainer::sparsify`] carries the remaining moves further when it sets
+/// one changed feature back.
+const PUSH_LADDER: [f32; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
 
 impl<'a> Explainer<'a> {
     /// Encodes the pool (`pool_rows`, row-major encoded rows) with `encoder` and labels it with
@@ -436,6 +438,7 @@ impl<'a> Explainer<'a> {
             let Some((row, class, p)) = self.confirm(x, query, target, row)? else { continue };
             tried += 1;
             let (row, class, p) = self.prune(x, query, target, row, class, p)?;
+            let (row, class, p) = self.sparsify(x, query, target, row, class, p)?;
             let cost = self.move_cost(query, x, &row);
             if best.as_ref().is_none_or(|b| cost < b.0) {
                 best = Some((cost, row, class, p));
@@ -445,7 +448,7 @@ impl<'a> Explainer<'a> {
             rank: 1,
             class: ClassOut { index: class, name: self.class_name(class), probability: p },
             cost: f64::from(cost),
-            l0: counterfactual::changed(&self.schema, x, &row).count_ones() as usize,
+            l0: counterfactual::changed_features(&self.schema, x, &row).count(),
             realization: Realization::Nearest,
             agreement: None,
             rules: Vec::new(),
@@ -533,6 +536,81 @@ impl<'a> Explainer<'a> {
             let n = row.len();
             row.copy_from_slice(&batch[i * n..(i + 1) * n]);
             (class, p) = (c, q);
+        }
+    }
+
+    /// Makes a confirmed, pruned `row` sparser when it can be: for each changed feature, the
+    /// point with that feature set back and the remaining numeric changes carried further (each
+    /// remaining move scaled by a factor of [`PUSH_LADDER`], clipped to the feature's range and
+    /// snapped to observed values) is tried, all in one batched call. The confirmed point of
+    /// least move cost replaces `row` (then pruned again), until no feature can go. A change
+    /// that is only there to lift the probability to [`Config::min_probability`] is traded for
+    /// a longer move of the others.
+    fn sparsify(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        mut row: Vec<f32>,
+        mut class: usize,
+        mut p: f32,
+    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+        let classes = self.model.classes();
+        let n = row.len();
+        let full = Bounds::default();
+        loop {
+            let features = self.schema.features();
+            let changed: Vec<usize> =
+                (0..features.len()).filter(|&j| x[features[j].columns()] != row[features[j].columns()]).collect();
+            if changed.len() <= 1 {
+                return Ok((row, class, p));
+            }
+            let mut batch: Vec<f32> = Vec::new();
+            for &j in &changed {
+                let others: Vec<usize> = changed
+                    .iter()
+                    .copied()
+                    .filter(|&i| i != j && matches!(features[i].kind, Kind::Continuous | Kind::Integer))
+                    .collect();
+                if others.is_empty() {
+                    continue;
+                }
+                for factor in PUSH_LADDER {
+                    let mut cand = row.clone();
+                    cand[features[j].columns()].copy_from_slice(&x[features[j].columns()]);
+                    for &i in &others {
+                        let c = features[i].col as usize;
+                        cand[c] = (x[c] + factor * (row[c] - x[c])).clamp(0.0, 1.0);
+                    }
+                    if self.supported(x, &full, &mut cand) {
+                        let cand = self.formatted(x, &cand);
+                        if counterfactual::check(&self.schema, query, x, &cand).is_ok() {
+                            batch.extend_from_slice(&cand);
+                        }
+                    }
+                }
+            }
+            if batch.is_empty() {
+                return Ok((row, class, p));
+            }
+            let proba = self.model.probabilities(&batch)?;
+            let mut best: Option<(f32, usize, usize, f32)> = None;
+            for (i, (cand, q)) in batch.chunks_exact(n).zip(proba.chunks_exact(classes)).enumerate() {
+                // Snapping and link repair may move other features: only a strictly sparser
+                // point counts, so the loop ends within one pass per feature.
+                let sparser = counterfactual::changed_features(&self.schema, x, cand).count() < changed.len();
+                if sparser
+                    && let Some((c, pc)) = self.accepts(x, query, target, cand, q)
+                    && self.data_supported(x, cand)
+                {
+                    let cost = self.move_cost(query, x, cand);
+                    if best.is_none_or(|b| cost < b.0) {
+                        best = Some((cost, i, c, pc));
+                    }
+                }
+            }
+            let Some((_, i, c, q)) = best else { return Ok((row, class, p)) };
+            (row, class, p) = self.prune(x, query, target, batch[i * n..(i + 1) * n].to_vec(), c, q)?;
         }
     }
 
@@ -689,8 +767,8 @@ impl<'a> Explainer<'a> {
         out: &mut Explanation,
     ) -> Result<Vec<Candidate>, ExplainError> {
         let core = |e: &dyn std::fmt::Display| ExplainError::Core(e.to_string());
-        let mut graph: Box<Graph<NODES>> = Box::default();
-        let mut search: Box<Search<NODES>> = Box::default();
+        let mut graph: Box<Graph> = Box::default();
+        let mut search: Box<Search> = Box::default();
         graph.build(tree, &self.schema, query, x).map_err(|e| core(&e))?;
         search.start(&graph).map_err(|e| core(&e))?;
         let cols = x.len();
@@ -906,6 +984,7 @@ impl<'a> Explainer<'a> {
             }
             let Some((c, class, p)) = slots[i].take() else { continue };
             let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
+            let (x_new, class, p) = self.sparsify(x, query, target, x_new, class, p)?;
             // Two leaves may prune down to the same point: it is reported once.
             if out.counterfactuals.iter().any(|cf| cf.encoded == x_new) {
                 continue;
@@ -915,7 +994,7 @@ impl<'a> Explainer<'a> {
                 rank,
                 class: ClassOut { index: class, name: self.class_name(class), probability: p },
                 cost: c.cost as f64 / SCALE as f64,
-                l0: counterfactual::changed(&self.schema, x, &x_new).count_ones() as usize,
+                l0: counterfactual::changed_features(&self.schema, x, &x_new).count(),
                 realization: c.how,
                 agreement,
                 rules: self.rules(tree, c.leaf, &x_new),
@@ -966,10 +1045,8 @@ impl<'a> Explainer<'a> {
     /// Before/after of each changed feature, in decoded units.
     pub fn changes(&self, x: &[f32], cand: &[f32]) -> Vec<Change> {
         let (Ok(before), Ok(after)) = (self.encoding.decode(x), self.encoding.decode(cand)) else { return Vec::new() };
-        let mask = counterfactual::changed(&self.schema, x, cand);
         let names = self.encoding.attributes();
-        (0..self.schema.features().len())
-            .filter(|j| mask & (1 << j) != 0)
+        counterfactual::changed_features(&self.schema, x, cand)
             .map(|j| Change {
                 feature: names[j].name.clone(),
                 before: self.encoding.format_value(j, before[j]),

@@ -25,6 +25,8 @@ pub enum ExportError {
     Bundle(BundleError),
     #[error("the bundle exceeds a device capacity: {0}")]
     Capacity(&'static str),
+    #[error("dataset `{dataset}` is {error}")]
+    Device { dataset: String, error: crate::profile::DeviceCapacity },
     #[error("encoding the bundle: {0}")]
     Encode(String),
 }
@@ -88,7 +90,8 @@ pub fn bundle_name(dataset: &str, model: ModelKind, seed: u64) -> String {
 /// # Errors
 /// [`ExportError`] naming the step that failed.
 pub fn export(a: &Artifacts, params: AtlasParams) -> Result<Export, ExportError> {
-    let schema = a.prepared.encoding.to_core_schema();
+    let schema = crate::profile::device_schema(&a.prepared.encoding.to_core_schema())
+        .map_err(|error| ExportError::Device { dataset: a.name.clone(), error })?;
     let rows = &a.prepared.train.data;
     let z = a.vae.encode(rows);
     let labels = a.model.classify(rows);

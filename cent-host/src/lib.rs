@@ -14,6 +14,7 @@ pub mod layers;
 pub mod metrics;
 pub mod neighbors;
 pub mod onnx;
+pub mod profile;
 pub mod quantize;
 pub mod support;
 pub mod surrogate;

@@ -11,14 +11,15 @@
 use crate::blackbox::{BlackBox, ModelError};
 use crate::data::Value;
 use crate::layers::Mlp;
+use crate::profile::{Query, Schema};
 use crate::support::Support;
 use cent_nostd::counterfactual;
-use cent_nostd::schema::{self, Kind, Mutability, Query, Schema};
+use cent_nostd::schema::{self, Kind, Mutability};
 use serde::Serialize;
 
 /// Number of changed logical features (a one-hot group counts once).
 pub fn l0(schema: &Schema, x: &[f32], x_new: &[f32]) -> usize {
-    counterfactual::changed(schema, x, x_new).count_ones() as usize
+    counterfactual::changed_features(schema, x, x_new).count()
 }
 
 /// Sum of absolute differences over encoded columns.
@@ -77,14 +78,12 @@ pub fn redundancy(
     x_new: &[f32],
     target: usize,
 ) -> Result<usize, ModelError> {
-    let mask = counterfactual::changed(schema, x, x_new);
     let mut batch = Vec::new();
-    for (j, f) in schema.features().iter().enumerate() {
-        if mask & (1 << j) != 0 {
-            let start = batch.len();
-            batch.extend_from_slice(x_new);
-            batch[start..][f.columns()].copy_from_slice(&x[f.columns()]);
-        }
+    for j in counterfactual::changed_features(schema, x, x_new) {
+        let f = &schema.features()[j];
+        let start = batch.len();
+        batch.extend_from_slice(x_new);
+        batch[start..][f.columns()].copy_from_slice(&x[f.columns()]);
     }
     if batch.is_empty() {
         return Ok(0);

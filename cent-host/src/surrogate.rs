@@ -20,7 +20,7 @@ use thiserror::Error;
 pub struct TreeParams {
     pub max_depth: usize,
     pub min_leaf: usize,
-    /// Node budget (at most `cent_nostd::capacity::NODES`).
+    /// Node budget (at most [`crate::profile::NODES`]).
     pub max_nodes: usize,
 }
 
@@ -54,8 +54,8 @@ impl TreeParams {
     /// # Errors
     /// [`SurrogateError::Params`] when a bound is out of range.
     pub fn check(self) -> Result<Self, SurrogateError> {
-        let nodes_cap = cent_nostd::capacity::NODES;
-        let max_depth_cap = cent_nostd::capacity::DEPTH;
+        let nodes_cap = crate::profile::NODES;
+        let max_depth_cap = cent_nostd::capacity::host::DEPTH;
         let ok = (1..=max_depth_cap).contains(&self.max_depth)
             && self.min_leaf >= 1
             && (1..=nodes_cap).contains(&self.max_nodes);
@@ -77,7 +77,7 @@ impl Surrogate {
     /// # Panics
     /// Never in practice: the learner only emits valid records (checked by tests).
     pub fn tree(&self) -> cent_nostd::tree::Tree<'_> {
-        cent_nostd::tree::Tree::new(&self.bytes, self.columns, self.classes).expect("learner emits valid trees")
+        crate::profile::tree(&self.bytes, self.columns, self.classes).expect("learner emits valid trees")
     }
 
     pub fn nodes(&self) -> usize {
@@ -157,7 +157,7 @@ fn check_data(rows: &[f32], columns: usize, labels: &[usize], classes: usize) ->
     if classes > usize::from(u8::MAX) + 1 {
         return Err(SurrogateError::TooManyClasses { classes });
     }
-    let cap = cent_nostd::capacity::COLUMNS;
+    let cap = crate::profile::COLUMNS;
     if columns > cap {
         return Err(SurrogateError::TooManyColumns { columns, cap });
     }
@@ -480,7 +480,7 @@ impl<'a> Grower<'a> {
         }
         let (left, right) = (self.nodes.len(), self.nodes.len() + 1);
         self.nodes[o.node] =
-            Node::Split { col: s.col as u8, threshold: s.threshold, left: left as u16, right: right as u16 };
+            Node::Split { col: s.col as u16, threshold: s.threshold, left: left as u16, right: right as u16 };
         self.nodes.push(self.leaf(&lc, mid - o.start));
         self.nodes.push(self.leaf(&rc, o.end - mid));
         [
@@ -643,10 +643,17 @@ mod tests {
         assert_eq!(fit(&[0.0], 1, &[2], 2, &[true], p), Err(SurrogateError::Class { label: 2, classes: 2 }));
         assert_eq!(fit(&[f32::NAN], 1, &[0], 2, &[true], p), Err(SurrogateError::NonFinite { row: 0, col: 0 }));
         assert!(fit(&[0.0], 1, &[0], 2, &[true], TreeParams { max_nodes: 0, ..p }).is_err());
+        let wide = crate::profile::COLUMNS + 1;
         assert_eq!(
-            fit(&[0.0; 65], 65, &[0], 2, &[true; 65], p),
-            Err(SurrogateError::TooManyColumns { columns: 65, cap: 64 })
+            fit(&vec![0.0; wide], wide, &[0], 2, &vec![true; wide], p),
+            Err(SurrogateError::TooManyColumns { columns: wide, cap: crate::profile::COLUMNS })
         );
+        // The device's 64 columns do not bind the host.
+        let value = |i: usize, c: usize| if c == 99 { (i % 2) as f32 } else { ((i * 7 + c * 3) % 13) as f32 / 13.0 };
+        let rows: Vec<f32> = (0..200).flat_map(|i| (0..100).map(move |c| value(i, c))).collect();
+        let labels: Vec<usize> = (0..200).map(|i| i % 2).collect();
+        let s = fit(&rows, 100, &labels, 2, &[true; 100], p).unwrap();
+        assert!(matches!(s.tree().node(0), Some(Node::Split { col: 99, .. })), "splits on column 99");
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub enum ValidateError {
     Mismatch { origin: String, found: String, expected: String },
     #[error("{origin}: its {what} differs from the dataset's; export it again from the same data")]
     Layout { origin: String, what: &'static str },
+    #[error("dataset `{dataset}` is {error}")]
+    Device { dataset: String, error: crate::profile::DeviceCapacity },
     #[error("{len} query values do not form rows of {columns} columns")]
     Queries { len: usize, columns: usize },
     #[error(transparent)]
@@ -280,6 +282,8 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
     let columns = b.schema.columns();
     let rows = sample(test.n_rows(), settings.limit, settings.seed);
     let query = b.schema.default_query();
+    // The same defaults at the host's capacity (`check_match` found the schemas equal).
+    let host_query = a.prepared.encoding.to_core_schema().default_query();
     let mut acc = Accumulators::default();
     let mut device = Box::new(Explainer::<NODES>::new());
     let mut full = FullPrecision::new(&b, &a.vae.encoder, Some(&a.model.mlp));
@@ -299,7 +303,7 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
         acc.quantized.add_device(&ctx, &q);
         acc.full.add_device(&ctx, &f);
         let t = Instant::now();
-        let c = cent.explain(x, &query, None);
+        let c = cent.explain(x, &host_query, None);
         acc.cent.time(t);
         acc.cent.add_cent(&ctx, &c);
     }
@@ -313,7 +317,9 @@ fn check_match(b: &Bundle<'_>, origin: &str, a: &Artifacts, seed: u64) -> Result
         return Err(ValidateError::Mismatch { origin: origin.into(), found: b.name.into(), expected });
     }
     let layout = |what| ValidateError::Layout { origin: origin.into(), what };
-    if SchemaParts::of(&b.schema) != SchemaParts::of(&a.prepared.encoding.to_core_schema()) {
+    let schema = crate::profile::device_schema(&a.prepared.encoding.to_core_schema())
+        .map_err(|error| ValidateError::Device { dataset: a.name.clone(), error })?;
+    if SchemaParts::of(&b.schema) != SchemaParts::of(&schema) {
         return Err(layout("schema"));
     }
     if b.atlas.latent() != a.vae.latent() || b.encoder.inputs() != a.vae.inputs() {

@@ -190,9 +190,9 @@ impl SchemaParts {
         if self.classes == 0 || self.classes as usize > crate::capacity::CLASSES {
             return Err(SchemaError::Classes);
         }
-        let mut s = Schema::new(self.classes);
+        let mut s: Schema = Schema::new(self.classes);
         for (i, p) in self.features.iter().enumerate() {
-            let bad = SchemaError::Layout { feature: i as u8 };
+            let bad = SchemaError::Layout { feature: i as u16 };
             let kind = [Kind::Continuous, Kind::Integer, Kind::Binary, Kind::Categorical]
                 .get(p.kind as usize)
                 .copied()
@@ -202,7 +202,7 @@ impl SchemaParts {
                     .get(p.mutability as usize)
                     .copied()
                     .ok_or(bad)?;
-            let col = s.columns() as u8;
+            let col = s.columns() as u16;
             let f = Feature {
                 kind,
                 col,
@@ -217,12 +217,12 @@ impl SchemaParts {
             s.push(f)?;
         }
         if self.transitions.len() != s.columns() {
-            return Err(SchemaError::Capacity);
+            return Err(<Schema>::CAPACITY);
         }
         copy_transitions(&mut s, &self.transitions)?;
         let weight_ok = |w: f32| w.is_finite() && w >= 0.0;
         if !(weight_ok(self.l0) && weight_ok(self.entropy) && self.margin.is_finite() && self.margin > 0.0) {
-            return Err(SchemaError::Value { feature: FEATURES as u8 });
+            return Err(SchemaError::Value { feature: FEATURES as u16 });
         }
         s.l0 = self.l0;
         s.entropy = self.entropy;
@@ -453,7 +453,7 @@ pub(crate) mod tests {
         }
 
         pub(crate) fn parts(&self) -> Parts<'_> {
-            let mut schema = Schema::new(2);
+            let mut schema: Schema = Schema::new(2);
             schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
             schema.push(Feature::continuous(1, 0.0, 1.0).with_mutability(Mutability::Immutable)).unwrap();
             Parts {
@@ -544,7 +544,7 @@ pub(crate) mod tests {
 
     #[test]
     fn test_ordered_flag_round_trips_and_is_validated() {
-        let mut schema = Schema::new(2);
+        let mut schema: Schema = Schema::new(2);
         schema.push(Feature::continuous(0, 0.0, 1.0)).unwrap();
         schema.push(Feature::ordinal(1, 4).with_mutability(Mutability::IncreaseOnly)).unwrap();
         schema.push(Feature::categorical(5, 3)).unwrap();

@@ -7,7 +7,6 @@
 //! in its order, the lower on a tie; an unordered group: the lowest-indexed one). Every candidate
 //! is re-checked: it must land in its leaf and break no constraint ([`check`]).
 
-use crate::capacity::FEATURES;
 use crate::graph::discrete_value;
 use crate::schema::{self, Feature, Kind, Mutability, Query, Schema};
 use crate::tree::{Bounds, NodeIdx, Tree};
@@ -22,7 +21,7 @@ pub enum CounterfactualError {
     /// `x` or `out` does not match the schema, or `x` has an invalid one-hot group.
     Input,
     /// The leaf's box leaves feature `feature` no feasible value.
-    NoValue { feature: u8 },
+    NoValue { feature: u16 },
     /// The built point does not route to the leaf (the box is degenerate at float precision).
     OutsideLeaf,
     /// The built point breaks a constraint.
@@ -66,7 +65,8 @@ pub enum Rule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Violation {
-    pub feature: u8,
+    /// The feature's index (the schema's feature count when the vectors' lengths are wrong).
+    pub feature: u16,
     pub rule: Rule,
 }
 
@@ -92,9 +92,9 @@ const WHOLE_TOLERANCE: f32 = 1e-3;
 /// # Errors
 /// [`CounterfactualError`] when the inputs do not match, the box has no feasible value for a
 /// feature that must move, or the result fails the re-check.
-pub fn realize<R: Rng + ?Sized>(
-    schema: &Schema,
-    query: &Query,
+pub fn realize<R: Rng + ?Sized, const F: usize, const C: usize>(
+    schema: &Schema<F, C>,
+    query: &Query<F, C>,
     tree: &Tree<'_>,
     leaf: NodeIdx,
     x: &[f32],
@@ -105,11 +105,13 @@ pub fn realize<R: Rng + ?Sized>(
         return Err(CounterfactualError::Input);
     }
     out.copy_from_slice(x);
-    let bounds = Bounds::of(tree, leaf);
+    let bounds = Bounds::<C>::of(tree, leaf);
     for (j, f) in schema.features().iter().enumerate() {
-        let no_value = CounterfactualError::NoValue { feature: j as u8 };
+        let no_value = CounterfactualError::NoValue { feature: j as u16 };
         match f.kind {
-            Kind::Categorical => move_group(f, query.mutability[j], query, &bounds, x, out).ok_or(no_value)?,
+            Kind::Categorical => {
+                move_group(f, query.mutability[j], &query.transitions, &bounds, x, out).ok_or(no_value)?
+            }
             _ => move_scalar(f, query.margin, &bounds, x, rng, out).ok_or(no_value)?,
         }
     }
@@ -120,10 +122,10 @@ pub fn realize<R: Rng + ?Sized>(
 }
 
 /// Moves one scalar feature into the box; `None` when the box has no feasible value.
-fn move_scalar<R: Rng + ?Sized>(
+fn move_scalar<R: Rng + ?Sized, const C: usize>(
     f: &Feature,
     m: f32,
-    b: &Bounds,
+    b: &Bounds<C>,
     x: &[f32],
     rng: &mut R,
     out: &mut [f32],
@@ -157,13 +159,20 @@ fn move_scalar<R: Rng + ?Sized>(
 }
 
 /// Switches a one-hot group to a reachable category when its current one is outside the box.
-fn move_group(f: &Feature, m: Mutability, query: &Query, b: &Bounds, x: &[f32], out: &mut [f32]) -> Option<()> {
+fn move_group<const C: usize>(
+    f: &Feature,
+    m: Mutability,
+    transitions: &[u64],
+    b: &Bounds<C>,
+    x: &[f32],
+    out: &mut [f32],
+) -> Option<()> {
     let current = schema::category(f, x)?;
     let allowed = b.categories(f.col as usize, f.width as usize);
     if allowed & (1 << current) != 0 {
         return Some(());
     }
-    let reachable = allowed & schema::reachable(f, m, &query.transitions, current);
+    let reachable = allowed & schema::reachable(f, m, transitions, current);
     if reachable == 0 {
         return None;
     }
@@ -201,11 +210,16 @@ fn half_normal<R: Rng + ?Sized>(rng: &mut R, sd: f32) -> f32 {
 ///
 /// # Errors
 /// The first [`Violation`] found, in feature order.
-pub fn check(schema: &Schema, query: &Query, x: &[f32], x_new: &[f32]) -> Result<(), Violation> {
+pub fn check<const F: usize, const C: usize>(
+    schema: &Schema<F, C>,
+    query: &Query<F, C>,
+    x: &[f32],
+    x_new: &[f32],
+) -> Result<(), Violation> {
     for (j, f) in schema.features().iter().enumerate() {
-        let fail = |rule| Err(Violation { feature: j as u8, rule });
+        let fail = |rule| Err(Violation { feature: j as u16, rule });
         let rule = match f.kind {
-            Kind::Categorical => check_group(f, query.mutability[j], query, x, x_new),
+            Kind::Categorical => check_group(f, query.mutability[j], &query.transitions, x, x_new),
             _ => check_scalar(f, query.mutability[j], x, x_new),
         };
         if let Some(rule) = rule {
@@ -213,7 +227,7 @@ pub fn check(schema: &Schema, query: &Query, x: &[f32], x_new: &[f32]) -> Result
         }
     }
     if x.len() != schema.columns() || x_new.len() != x.len() {
-        return Err(Violation { feature: FEATURES as u8, rule: Rule::Range });
+        return Err(Violation { feature: schema.features().len() as u16, rule: Rule::Range });
     }
     Ok(())
 }
@@ -237,7 +251,7 @@ fn check_scalar(f: &Feature, m: Mutability, x: &[f32], x_new: &[f32]) -> Option<
     (f.is_discrete() && libm::fabsf(raw - libm::roundf(raw)) > WHOLE_TOLERANCE).then_some(Rule::NotWhole)
 }
 
-fn check_group(f: &Feature, m: Mutability, query: &Query, x: &[f32], x_new: &[f32]) -> Option<Rule> {
+fn check_group(f: &Feature, m: Mutability, transitions: &[u64], x: &[f32], x_new: &[f32]) -> Option<Rule> {
     let Some(cols) = x_new.get(f.columns()) else { return Some(Rule::Category) };
     if cols.iter().any(|&v| v != 0.0 && v != 1.0) {
         return Some(Rule::Category);
@@ -256,19 +270,24 @@ fn check_group(f: &Feature, m: Mutability, query: &Query, x: &[f32], x_new: &[f3
     if f.permitted(m, from) & (1 << to) == 0 {
         return Some(Rule::Direction);
     }
-    let mask = query.transitions.get(f.col as usize + from as usize).copied().unwrap_or(0);
+    let mask = transitions.get(f.col as usize + from as usize).copied().unwrap_or(0);
     (mask & (1 << to) == 0).then_some(Rule::Transition)
 }
 
-/// Bit `j` set when logical feature `j` differs between `x` and `x_new` (the l0 support).
+/// Bit `j` set when logical feature `j` differs between `x` and `x_new` (the l0 support) in a
+/// device-profile schema, whose [`crate::capacity::FEATURES`] features all fit the mask.
 pub fn changed(schema: &Schema, x: &[f32], x_new: &[f32]) -> u32 {
-    let mut mask = 0;
-    for (j, f) in schema.features().iter().enumerate().take(32) {
-        if x.get(f.columns()) != x_new.get(f.columns()) {
-            mask |= 1 << j;
-        }
-    }
-    mask
+    const _: () = assert!(crate::capacity::FEATURES <= 32);
+    changed_features(schema, x, x_new).fold(0, |mask, j| mask | (1 << j))
+}
+
+/// The logical features that differ between `x` and `x_new`, in order (any profile).
+pub fn changed_features<'s, const F: usize, const C: usize>(
+    schema: &'s Schema<F, C>,
+    x: &'s [f32],
+    x_new: &'s [f32],
+) -> impl Iterator<Item = usize> + 's {
+    schema.features().iter().enumerate().filter(|(_, f)| x.get(f.columns()) != x_new.get(f.columns())).map(|(j, _)| j)
 }
 
 #[cfg(test)]
@@ -290,7 +309,7 @@ mod tests {
 
     #[test]
     fn test_moves_inward_past_the_threshold() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::continuous(0, 0.0, 1.0).with_sigma(0.2)).unwrap();
         s.push(Feature::continuous(1, 0.0, 1.0)).unwrap();
         let bytes = bytes_of(&[Node::Split { col: 0, threshold: 0.6, left: 1, right: 2 }, leaf(0), leaf(1)]);
@@ -305,7 +324,7 @@ mod tests {
 
     #[test]
     fn test_integer_lands_on_whole_value_in_box() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::integer(0, 0.0, 10.0).with_sigma(0.3)).unwrap();
         let bytes = bytes_of(&[Node::Split { col: 0, threshold: 0.45, left: 1, right: 2 }, leaf(0), leaf(1)]);
         let t = Tree::new(&bytes, 1, 2).unwrap();
@@ -320,7 +339,7 @@ mod tests {
 
     #[test]
     fn test_group_switches_to_allowed_category() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::categorical(0, 3)).unwrap();
         // Right of "col 0 <= 0.5" is category 0; left is categories 1 or 2.
         let bytes = bytes_of(&[Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 }, leaf(1), leaf(0)]);
@@ -339,7 +358,7 @@ mod tests {
 
     #[test]
     fn test_ordered_group_moves_to_the_nearest_permitted_category() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::ordinal(0, 5)).unwrap();
         // Left of "col 2 <= 0.5": every category but 2.
         let bytes = bytes_of(&[Node::Split { col: 2, threshold: 0.5, left: 1, right: 2 }, leaf(1), leaf(0)]);
@@ -363,7 +382,7 @@ mod tests {
 
     #[test]
     fn test_check_rejects_wrong_direction_on_groups() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::ordinal(0, 3).with_mutability(Mutability::IncreaseOnly)).unwrap();
         s.push(Feature::categorical(3, 2)).unwrap();
         let mut q = s.default_query();
@@ -391,7 +410,7 @@ mod tests {
 
     #[test]
     fn test_check_names_each_rule() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::integer(0, 0.0, 10.0).with_mutability(Mutability::IncreaseOnly)).unwrap();
         s.push(Feature::binary(1).with_mutability(Mutability::Immutable)).unwrap();
         s.push(Feature::categorical(2, 2)).unwrap();
@@ -412,7 +431,7 @@ mod tests {
 
     #[test]
     fn test_changed_mask_counts_groups_once() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::continuous(0, 0.0, 1.0)).unwrap();
         s.push(Feature::categorical(1, 3)).unwrap();
         assert_eq!(changed(&s, &[0.1, 1.0, 0.0, 0.0], &[0.1, 0.0, 0.0, 1.0]), 0b10);

@@ -10,7 +10,7 @@
 //! Costs are integers in units of `1 / SCALE` so the search heap is `Ord` and results are
 //! identical on every machine.
 
-use crate::capacity::{COLUMNS, DEPTH, FEATURES};
+use crate::capacity::DEPTH;
 use crate::schema::{self, Feature, Kind, Mutability, Query, Schema, SchemaError};
 use crate::tree::{Bounds, Node, NodeIdx, Tree};
 use core::fmt;
@@ -50,14 +50,14 @@ impl fmt::Display for GraphError {
 impl core::error::Error for GraphError {}
 
 /// A feature's cost state for one box: `None` when the box is forbidden for the query.
-fn feature_cost(
+fn feature_cost<const C: usize>(
     f: &Feature,
     m: Mutability,
     w: f32,
-    transitions: &[u64; COLUMNS],
+    transitions: &[u64],
     l0: u32,
     x: &[f32],
-    b: &Bounds,
+    b: &Bounds<C>,
 ) -> Option<u32> {
     let (distance, changed) = match f.kind {
         Kind::Categorical => group_distance(f, m, transitions, x, b)?,
@@ -69,7 +69,7 @@ fn feature_cost(
 }
 
 /// Distance of `x` to the box on a scalar feature, and whether `x` must move.
-fn scalar_distance(f: &Feature, m: Mutability, x: &[f32], b: &Bounds) -> Option<(f32, bool)> {
+fn scalar_distance<const C: usize>(f: &Feature, m: Mutability, x: &[f32], b: &Bounds<C>) -> Option<(f32, bool)> {
     let col = f.col as usize;
     let v = *x.get(col)?;
     let (lo, hi) = b.interval(col);
@@ -97,12 +97,12 @@ fn scalar_distance(f: &Feature, m: Mutability, x: &[f32], b: &Bounds) -> Option<
 /// Distance of `x`'s category to the box on a one-hot group: 0 while still allowed, 1 when `x`
 /// must switch to an allowed category, `None` when the box holds no category `x` may reach
 /// (the box intersected with the transitions and the permitted direction is empty).
-fn group_distance(
+fn group_distance<const C: usize>(
     f: &Feature,
     m: Mutability,
-    transitions: &[u64; COLUMNS],
+    transitions: &[u64],
     x: &[f32],
-    b: &Bounds,
+    b: &Bounds<C>,
 ) -> Option<(f32, bool)> {
     let allowed = b.categories(f.col as usize, f.width as usize);
     let current = schema::category(f, x)?;
@@ -135,7 +135,13 @@ pub fn discrete_value(f: &Feature, lo: f32, hi: f32, v: f32) -> Option<f32> {
 
 /// The exact telescoped cost of moving `x` into `bounds` (a leaf box) plus the entropy term:
 /// what the search reports for that leaf. `None` when the query forbids the box.
-pub fn box_cost(schema: &Schema, query: &Query, x: &[f32], bounds: &Bounds, leaf_entropy: f32) -> Option<u32> {
+pub fn box_cost<const F: usize, const C: usize>(
+    schema: &Schema<F, C>,
+    query: &Query<F, C>,
+    x: &[f32],
+    bounds: &Bounds<C>,
+    leaf_entropy: f32,
+) -> Option<u32> {
     let l0 = units(query.l0);
     let mut total = entropy_cost(query, leaf_entropy);
     for (j, f) in schema.features().iter().enumerate() {
@@ -149,7 +155,7 @@ fn units(w: f32) -> u32 {
     libm::roundf(libm::fminf(w, MAX_UNITS) * SCALE) as u32
 }
 
-fn entropy_cost(query: &Query, entropy: f32) -> u32 {
+fn entropy_cost<const F: usize, const C: usize>(query: &Query<F, C>, entropy: f32) -> u32 {
     units(query.entropy * libm::fmaxf(entropy, 0.0))
 }
 
@@ -158,7 +164,7 @@ fn entropy_cost(query: &Query, entropy: f32) -> u32 {
 struct Frame {
     node: NodeIdx,
     next: u8,
-    saved: Option<(u8, f32, f32)>,
+    saved: Option<(u16, f32, f32)>,
 }
 
 /// The weighted graph for one query over one tree, in caller-owned fixed storage of `N` nodes.
@@ -194,7 +200,13 @@ impl<const N: usize> Graph<N> {
     /// [`GraphError::Capacity`] when the tree has more than `N` nodes; [`GraphError::Input`] when
     /// `x` does not match the schema; [`GraphError::Query`] for bad weights or a one-direction
     /// constraint on an unordered categorical feature.
-    pub fn build(&mut self, tree: &Tree<'_>, schema: &Schema, query: &Query, x: &[f32]) -> Result<(), GraphError> {
+    pub fn build<const F: usize, const C: usize>(
+        &mut self,
+        tree: &Tree<'_>,
+        schema: &Schema<F, C>,
+        query: &Query<F, C>,
+        x: &[f32],
+    ) -> Result<(), GraphError> {
         if tree.len() > N {
             return Err(GraphError::Capacity);
         }
@@ -221,15 +233,21 @@ impl<const N: usize> Graph<N> {
     }
 
     /// Depth-first pass that maintains the current box and prices each child edge.
-    fn walk(&mut self, tree: &Tree<'_>, schema: &Schema, query: &Query, x: &[f32]) -> Result<(), GraphError> {
-        let mut owner = [0u8; COLUMNS];
+    fn walk<const F: usize, const C: usize>(
+        &mut self,
+        tree: &Tree<'_>,
+        schema: &Schema<F, C>,
+        query: &Query<F, C>,
+        x: &[f32],
+    ) -> Result<(), GraphError> {
+        let mut owner = [0u16; C];
         for (j, f) in schema.features().iter().enumerate() {
             for c in f.columns() {
-                owner[c] = j as u8;
+                owner[c] = j as u16;
             }
         }
         let l0 = units(query.l0);
-        let mut bounds = Bounds::default();
+        let mut bounds = Bounds::<C>::default();
         let mut stack: heapless::Vec<Frame, { DEPTH + 2 }> = heapless::Vec::new();
         stack.push(Frame { node: 0, next: 0, saved: None }).map_err(|_| GraphError::Capacity)?;
         while let Some(top) = stack.last_mut() {
@@ -247,9 +265,10 @@ impl<const N: usize> Graph<N> {
             };
             top.next += 1;
             let parent = top.node;
-            let j = owner[col as usize] as usize;
+            let j = *owner.get(col as usize).ok_or(GraphError::Input)? as usize;
             let f = schema.features().get(j).ok_or(GraphError::Input)?;
-            let price = |b: &Bounds| feature_cost(f, query.mutability[j], query.cost[j], &query.transitions, l0, x, b);
+            let price =
+                |b: &Bounds<C>| feature_cost(f, query.mutability[j], query.cost[j], &query.transitions, l0, x, b);
             let before = price(&bounds);
             let (lo, hi) = bounds.interval(col as usize);
             bounds.restrict(col as usize, threshold, go_left);
@@ -306,15 +325,19 @@ impl<const N: usize> Graph<N> {
     }
 }
 
-fn pop<const M: usize>(stack: &mut heapless::Vec<Frame, M>, bounds: &mut Bounds) {
+fn pop<const M: usize, const C: usize>(stack: &mut heapless::Vec<Frame, M>, bounds: &mut Bounds<C>) {
     if let Some(Frame { saved: Some((col, lo, hi)), .. }) = stack.pop() {
         bounds.set_interval(col as usize, lo, hi);
     }
 }
 
-fn check_input(tree: &Tree<'_>, schema: &Schema, x: &[f32]) -> Result<(), GraphError> {
+fn check_input<const F: usize, const C: usize>(
+    tree: &Tree<'_>,
+    schema: &Schema<F, C>,
+    x: &[f32],
+) -> Result<(), GraphError> {
     let cols = schema.columns();
-    if x.len() != cols || tree.columns() > cols || schema.features().len() > FEATURES {
+    if x.len() != cols || tree.columns() > cols {
         return Err(GraphError::Input);
     }
     if x.iter().any(|v| !v.is_finite()) {
@@ -336,7 +359,7 @@ mod tests {
     }
 
     fn two_features() -> Schema {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::continuous(0, 0.0, 1.0)).unwrap();
         s.push(Feature::continuous(1, 0.0, 1.0).with_mutability(Mutability::IncreaseOnly)).unwrap();
         s.l0 = 0.0;
@@ -389,7 +412,7 @@ mod tests {
 
     #[test]
     fn test_group_switch_costs_once_and_respects_transitions() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::categorical(0, 3).with_cost(2.0)).unwrap();
         s.l0 = 0.0;
         s.entropy = 0.0;
@@ -416,7 +439,7 @@ mod tests {
 
     #[test]
     fn test_ordered_group_edges_follow_the_direction() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::ordinal(0, 4).with_mutability(Mutability::IncreaseOnly)).unwrap();
         s.l0 = 0.0;
         s.entropy = 0.0;
@@ -452,7 +475,7 @@ mod tests {
 
     #[test]
     fn test_direction_on_unordered_group_is_a_query_error() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::categorical(0, 3)).unwrap();
         let bytes = bytes_of(&[leaf(0, 0.0)]);
         let t = Tree::new(&bytes, 3, 2).unwrap();
@@ -465,7 +488,7 @@ mod tests {
 
     #[test]
     fn test_integer_box_without_whole_value_is_absent() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::integer(0, 0.0, 10.0)).unwrap();
         // (0.31, 0.39] holds no multiple of 0.1.
         let bytes = bytes_of(&[

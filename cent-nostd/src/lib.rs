@@ -17,7 +17,7 @@
 //! use cent_nostd::search::{Search, Target};
 //!
 //! // One continuous feature in [0, 1]; the tree says "x0 <= 0.5 -> class 0, else class 1".
-//! let mut schema = Schema::new(2);
+//! let mut schema: Schema = Schema::new(2);
 //! schema.push(Feature::continuous(0, 0.0, 100.0)).unwrap();
 //! let mut bytes = [0u8; 3 * cent_nostd::tree::RECORD_LEN];
 //! bytes[0..12].copy_from_slice(&Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 }.to_bytes());
@@ -47,7 +47,11 @@ pub mod schema;
 pub mod search;
 pub mod tree;
 
-/// Default capacities of the device explainer (see README, "Static memory").
+/// Capacities. The constants at the top are the device profile and the defaults of every
+/// const-generic type ([`schema::Schema`], [`schema::Query`], [`tree::Bounds`]); [`host`] is the
+/// profile the host instantiates the same code with (see README, "Static memory").
+///
+/// [`host`]: capacity::host
 pub mod capacity {
     /// Logical features in a schema.
     pub const FEATURES: usize = 32;
@@ -67,4 +71,25 @@ pub mod capacity {
     pub const WIDTH: usize = 64;
     /// Classes of the black box.
     pub const CLASSES: usize = 16;
+
+    /// The host profile: the same schema, tree, graph, search and counterfactual code with
+    /// workstation-sized limits (wide one-hot encodings, large surrogate trees, many classes).
+    pub mod host {
+        /// Logical features in a schema.
+        pub const FEATURES: usize = 256;
+        /// Encoded columns.
+        pub const COLUMNS: usize = 2048;
+        /// Nodes of one surrogate tree.
+        pub const NODES: usize = 4095;
+        /// Depth of one surrogate tree.
+        pub const DEPTH: usize = super::DEPTH;
+        /// Classes of the black box.
+        pub const CLASSES: usize = 64;
+    }
+
+    // Feature and column indices are `u16` everywhere, categories and classes `u8`, node
+    // indices `NodeIdx` (`u16`): every profile must fit them.
+    const _: () = assert!(host::FEATURES <= host::COLUMNS);
+    const _: () = assert!(host::COLUMNS < u16::MAX as usize);
+    const _: () = assert!(host::NODES <= u16::MAX as usize && host::CLASSES <= u8::MAX as usize);
 }

@@ -58,7 +58,7 @@ impl Mutability {
 pub struct Feature {
     pub kind: Kind,
     /// First encoded column.
-    pub col: u8,
+    pub col: u16,
     /// Number of encoded columns: 1, or the number of categories.
     pub width: u8,
     /// Raw range: `raw = min + v * (max - min)` for scaled kinds.
@@ -77,7 +77,7 @@ pub struct Feature {
 
 impl Feature {
     /// A free continuous feature with raw range `[min, max]`, sigma 0.1 and cost 1.
-    pub const fn continuous(col: u8, min: f32, max: f32) -> Self {
+    pub const fn continuous(col: u16, min: f32, max: f32) -> Self {
         Feature {
             kind: Kind::Continuous,
             col,
@@ -92,22 +92,22 @@ impl Feature {
     }
 
     /// A free integer feature with raw range `[min, max]`.
-    pub const fn integer(col: u8, min: f32, max: f32) -> Self {
+    pub const fn integer(col: u16, min: f32, max: f32) -> Self {
         Feature { kind: Kind::Integer, ..Feature::continuous(col, min, max) }
     }
 
     /// A free binary feature.
-    pub const fn binary(col: u8) -> Self {
+    pub const fn binary(col: u16) -> Self {
         Feature { kind: Kind::Binary, ..Feature::continuous(col, 0.0, 1.0) }
     }
 
     /// A free categorical feature of `width` one-hot columns.
-    pub const fn categorical(col: u8, width: u8) -> Self {
+    pub const fn categorical(col: u16, width: u8) -> Self {
         Feature { kind: Kind::Categorical, width, ..Feature::continuous(col, 0.0, 1.0) }
     }
 
     /// A free *ordered* categorical feature of `width` one-hot columns, lowest category first.
-    pub const fn ordinal(col: u8, width: u8) -> Self {
+    pub const fn ordinal(col: u16, width: u8) -> Self {
         Feature { ordered: true, ..Feature::categorical(col, width) }
     }
 
@@ -170,18 +170,18 @@ impl Feature {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum SchemaError {
-    /// More than [`FEATURES`] features or [`COLUMNS`] columns.
-    Capacity,
+    /// More features or columns than the schema's capacity (`features`, `columns`: the limits).
+    Capacity { features: u16, columns: u16 },
     /// A feature does not start at the next free column, or has an impossible width for its kind.
-    Layout { feature: u8 },
+    Layout { feature: u16 },
     /// A range, sigma or cost is not finite, or a range is inverted, or a cost is negative.
-    Value { feature: u8 },
+    Value { feature: u16 },
     /// A feature index is out of range.
-    UnknownFeature { feature: u8 },
+    UnknownFeature { feature: u16 },
     /// A category index is out of range.
-    UnknownCategory { feature: u8, category: u8 },
+    UnknownCategory { feature: u16, category: u8 },
     /// Increase-only or decrease-only on a categorical feature whose categories have no order.
-    Unordered { feature: u8 },
+    Unordered { feature: u16 },
     /// The class count is zero or above the capacity.
     Classes,
 }
@@ -189,7 +189,9 @@ pub enum SchemaError {
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SchemaError::Capacity => write!(f, "schema exceeds {FEATURES} features or {COLUMNS} columns"),
+            SchemaError::Capacity { features, columns } => {
+                write!(f, "schema exceeds {features} features or {columns} columns")
+            }
             SchemaError::Layout { feature } => write!(f, "feature {feature} has an invalid column layout"),
             SchemaError::Value { feature } => {
                 write!(f, "feature {feature} has a non-finite or inverted range, sigma or cost")
@@ -219,14 +221,15 @@ fn group_mask(width: u8) -> u64 {
     1u64.checked_shl(u32::from(width)).map_or(u64::MAX, |b| b - 1)
 }
 
-/// The encoded layout and default constraints of a dataset.
+/// The encoded layout and default constraints of a dataset, for at most `F` logical features
+/// and `C` encoded columns (by default the device profile of [`crate::capacity`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Schema {
-    features: heapless::Vec<Feature, FEATURES>,
+pub struct Schema<const F: usize = FEATURES, const C: usize = COLUMNS> {
+    features: heapless::Vec<Feature, F>,
     /// Per column of a categorical group: bit `k` set when moving from this column's category
     /// to the group's `k`-th category is allowed.
-    transitions: [u64; COLUMNS],
-    columns: u8,
+    transitions: [u64; C],
+    columns: u16,
     classes: u8,
     /// Default weight of the l0 term (per changed logical feature).
     pub l0: f32,
@@ -236,12 +239,18 @@ pub struct Schema {
     pub margin: f32,
 }
 
-impl Schema {
+impl<const F: usize, const C: usize> Schema<F, C> {
+    const CHECK: () = assert!(F <= u16::MAX as usize && C < u16::MAX as usize, "indices are u16");
+
+    /// The error for a schema that does not fit this capacity.
+    pub const CAPACITY: SchemaError = SchemaError::Capacity { features: F as u16, columns: C as u16 };
+
     /// An empty schema for a black box with `classes` classes (clamped to at least 1).
     pub fn new(classes: u8) -> Self {
+        let () = Self::CHECK;
         Schema {
             features: heapless::Vec::new(),
-            transitions: [ALL; COLUMNS],
+            transitions: [ALL; C],
             columns: 0,
             classes: classes.max(1),
             l0: 0.05,
@@ -257,15 +266,32 @@ impl Schema {
     /// feature does not fit; [`SchemaError::Unordered`] for a one-direction default on an
     /// unordered categorical feature.
     pub fn push(&mut self, feature: Feature) -> Result<(), SchemaError> {
-        let index = self.features.len() as u8;
+        let index = self.features.len() as u16;
         check_feature(&feature, index, self.columns)?;
         let end = self.columns as usize + feature.width as usize;
-        if end > COLUMNS {
-            return Err(SchemaError::Capacity);
+        if end > C {
+            return Err(Self::CAPACITY);
         }
-        self.features.push(feature).map_err(|_| SchemaError::Capacity)?;
-        self.columns = end as u8;
+        self.features.push(feature).map_err(|_| Self::CAPACITY)?;
+        self.columns = end as u16;
         Ok(())
+    }
+
+    /// The same schema in another capacity: how the host's wide schema becomes the device's.
+    ///
+    /// # Errors
+    /// The target's [`SchemaError::Capacity`] when the features or columns do not fit it.
+    pub fn resize<const F2: usize, const C2: usize>(&self) -> Result<Schema<F2, C2>, SchemaError> {
+        let mut out = Schema::<F2, C2>::new(self.classes);
+        out.l0 = self.l0;
+        out.entropy = self.entropy;
+        out.margin = self.margin;
+        for f in &self.features {
+            out.push(*f)?;
+        }
+        let n = self.columns();
+        out.transitions[..n].copy_from_slice(&self.transitions[..n]);
+        Ok(out)
     }
 
     /// Forbids or allows moving feature `feature` from category `from` to category `to`.
@@ -304,10 +330,10 @@ impl Schema {
     }
 
     /// The constraints and costs of a query that uses the schema's defaults.
-    pub fn default_query(&self) -> Query {
+    pub fn default_query(&self) -> Query<F, C> {
         let mut q = Query {
-            mutability: [Mutability::Free; FEATURES],
-            cost: [1.0; FEATURES],
+            mutability: [Mutability::Free; F],
+            cost: [1.0; F],
             transitions: self.transitions,
             l0: self.l0,
             entropy: self.entropy,
@@ -321,7 +347,7 @@ impl Schema {
     }
 }
 
-fn check_feature(f: &Feature, index: u8, next_col: u8) -> Result<(), SchemaError> {
+fn check_feature(f: &Feature, index: u16, next_col: u16) -> Result<(), SchemaError> {
     let layout = SchemaError::Layout { feature: index };
     if f.col != next_col || f.width == 0 {
         return Err(layout);
@@ -345,7 +371,7 @@ fn check_feature(f: &Feature, index: u8, next_col: u8) -> Result<(), SchemaError
 }
 
 /// A one-direction constraint needs an order: only ordered categorical groups have one.
-fn check_direction(f: &Feature, m: Mutability, index: u8) -> Result<(), SchemaError> {
+fn check_direction(f: &Feature, m: Mutability, index: u16) -> Result<(), SchemaError> {
     let one_way = matches!(m, Mutability::IncreaseOnly | Mutability::DecreaseOnly);
     if f.kind == Kind::Categorical && !f.ordered && one_way {
         Err(SchemaError::Unordered { feature: index })
@@ -356,22 +382,23 @@ fn check_direction(f: &Feature, m: Mutability, index: u8) -> Result<(), SchemaEr
 
 fn set_transition(
     features: &[Feature],
-    transitions: &mut [u64; COLUMNS],
+    transitions: &mut [u64],
     feature: usize,
     from: u8,
     to: u8,
     allowed: bool,
 ) -> Result<(), SchemaError> {
-    let f = features.get(feature).ok_or(SchemaError::UnknownFeature { feature: feature as u8 })?;
+    let index = u16::try_from(feature).unwrap_or(u16::MAX);
+    let f = features.get(feature).ok_or(SchemaError::UnknownFeature { feature: index })?;
     if f.kind != Kind::Categorical {
-        return Err(SchemaError::Layout { feature: feature as u8 });
+        return Err(SchemaError::Layout { feature: index });
     }
     for c in [from, to] {
         if c >= f.width {
-            return Err(SchemaError::UnknownCategory { feature: feature as u8, category: c });
+            return Err(SchemaError::UnknownCategory { feature: index, category: c });
         }
     }
-    let mask = &mut transitions[f.col as usize + from as usize];
+    let mask = transitions.get_mut(f.col as usize + from as usize).ok_or(SchemaError::Layout { feature: index })?;
     if allowed {
         *mask |= 1 << to;
     } else {
@@ -381,15 +408,15 @@ fn set_transition(
 }
 
 /// The constraints, costs and weights of one query. Starts from [`Schema::default_query`]; a
-/// person (or the device) may tighten or loosen any of it.
+/// person (or the device) may tighten or loosen any of it. `F` and `C` are its schema's.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Query {
+pub struct Query<const F: usize = FEATURES, const C: usize = COLUMNS> {
     /// Per logical feature.
-    pub mutability: [Mutability; FEATURES],
+    pub mutability: [Mutability; F],
     /// Per logical feature edit cost `w_j`.
-    pub cost: [f32; FEATURES],
+    pub cost: [f32; F],
     /// Per encoded column of a categorical group: allowed target categories (bit per category).
-    pub transitions: [u64; COLUMNS],
+    pub transitions: [u64; C],
     /// Weight of the l0 term.
     pub l0: f32,
     /// Weight of the leaf-entropy term.
@@ -398,14 +425,14 @@ pub struct Query {
     pub margin: f32,
 }
 
-impl Query {
+impl<const F: usize, const C: usize> Query<F, C> {
     /// Forbids or allows a category transition of a categorical feature.
     ///
     /// # Errors
     /// When the feature is not categorical or a category is out of range.
     pub fn set_transition(
         &mut self,
-        schema: &Schema,
+        schema: &Schema<F, C>,
         feature: usize,
         from: u8,
         to: u8,
@@ -418,21 +445,21 @@ impl Query {
     /// features are increase-only or decrease-only.
     ///
     /// # Errors
-    /// [`SchemaError::Value`] naming the first bad feature (or `FEATURES` for a global weight);
+    /// [`SchemaError::Value`] naming the first bad feature (or `F` for a global weight);
     /// [`SchemaError::Unordered`] naming the first unordered categorical feature with a
     /// one-direction constraint.
-    pub fn check(&self, schema: &Schema) -> Result<(), SchemaError> {
+    pub fn check(&self, schema: &Schema<F, C>) -> Result<(), SchemaError> {
         for (i, (c, f)) in self.cost.iter().zip(schema.features()).enumerate() {
             if !c.is_finite() || *c < 0.0 {
-                return Err(SchemaError::Value { feature: i as u8 });
+                return Err(SchemaError::Value { feature: i as u16 });
             }
-            check_direction(f, self.mutability[i], i as u8)?;
+            check_direction(f, self.mutability[i], i as u16)?;
         }
         let ok = |w: f32| w.is_finite() && w >= 0.0;
         if ok(self.l0) && ok(self.entropy) && self.margin.is_finite() && self.margin > 0.0 {
             Ok(())
         } else {
-            Err(SchemaError::Value { feature: FEATURES as u8 })
+            Err(SchemaError::Value { feature: F as u16 })
         }
     }
 }
@@ -465,7 +492,7 @@ mod tests {
     use super::*;
 
     fn adultish() -> Schema {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::integer(0, 17.0, 90.0).with_mutability(Mutability::IncreaseOnly)).unwrap();
         s.push(Feature::categorical(1, 3)).unwrap();
         s.push(Feature::binary(4).with_mutability(Mutability::Immutable)).unwrap();
@@ -483,7 +510,7 @@ mod tests {
 
     #[test]
     fn test_push_rejects_gap_and_bad_values() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         assert_eq!(s.push(Feature::continuous(1, 0.0, 1.0)), Err(SchemaError::Layout { feature: 0 }));
         assert_eq!(s.push(Feature::continuous(0, 2.0, 1.0)), Err(SchemaError::Value { feature: 0 }));
         assert_eq!(s.push(Feature::continuous(0, 0.0, f32::NAN)), Err(SchemaError::Value { feature: 0 }));
@@ -492,11 +519,12 @@ mod tests {
 
     #[test]
     fn test_capacity_is_an_error() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         for i in 0..COLUMNS {
-            s.push(Feature::binary(i as u8)).ok();
+            s.push(Feature::binary(i as u16)).ok();
         }
-        assert!(s.push(Feature::binary(s.columns() as u8)).is_err());
+        let err = s.push(Feature::binary(s.columns() as u16));
+        assert_eq!(err, Err(SchemaError::Capacity { features: FEATURES as u16, columns: COLUMNS as u16 }));
     }
 
     #[test]
@@ -514,7 +542,7 @@ mod tests {
 
     #[test]
     fn test_one_direction_needs_an_ordered_group() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         let unordered = Feature::categorical(0, 3).with_mutability(Mutability::IncreaseOnly);
         assert_eq!(s.push(unordered), Err(SchemaError::Unordered { feature: 0 }));
         assert_eq!(
@@ -547,7 +575,7 @@ mod tests {
         assert_eq!(wide.permitted(Mutability::IncreaseOnly, 63), 1 << 63);
         assert_eq!(wide.permitted(Mutability::DecreaseOnly, 63), u64::MAX);
         assert_eq!(wide.permitted(Mutability::IncreaseOnly, 0), u64::MAX);
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::ordinal(0, 4)).unwrap();
         s.set_transition(0, 1, 3, false).unwrap();
         let t = s.default_query().transitions;

@@ -175,10 +175,10 @@ pub(crate) mod tests {
     /// A random schema of 1..=6 features of every kind and mutability; half the categorical
     /// features are ordered, and every one-direction categorical feature is.
     pub(crate) fn random_schema(rng: &mut Xoshiro128PlusPlus) -> Schema {
-        let mut s = Schema::new(2 + below(rng, 2) as u8);
+        let mut s: Schema = Schema::new(2 + below(rng, 2) as u8);
         let n = 1 + below(rng, 6);
         for _ in 0..n {
-            let col = s.columns() as u8;
+            let col = s.columns() as u16;
             let f = match below(rng, 4) {
                 0 => Feature::continuous(col, 0.0, 10.0),
                 1 => Feature::integer(col, 0.0, 1.0 + below(rng, 20) as f32),
@@ -195,7 +195,7 @@ pub(crate) mod tests {
             let f = f.with_mutability(m).with_cost(0.5 + unit(rng)).with_sigma(0.05 + 0.2 * unit(rng));
             // Only an ordered group may keep a direction: the schema refuses the unordered one.
             if let Err(e) = s.push(f) {
-                assert_eq!(e, SchemaError::Unordered { feature: s.features().len() as u8 });
+                assert_eq!(e, SchemaError::Unordered { feature: s.features().len() as u16 });
                 s.push(Feature { ordered: true, ..f }).unwrap();
             }
         }
@@ -231,7 +231,7 @@ pub(crate) mod tests {
         let mut i = 0;
         while i < nodes.len() {
             if nodes.len() + 2 <= max_nodes && depths[i] < depth && below(rng, 4) != 0 {
-                let col = below(rng, s.columns() as u32) as u8;
+                let col = below(rng, s.columns() as u32) as u16;
                 let f = s.features()[s.feature_of_column(col as usize).unwrap()];
                 let threshold = match f.kind {
                     Kind::Categorical | Kind::Binary => 0.5,
@@ -309,7 +309,7 @@ pub(crate) mod tests {
             while let Some(hit) = search.next_contrast(&g, Target::Not(u8::MAX)).unwrap() {
                 counterfactual::realize(&s, &q, &t, hit.leaf, &x, &mut rng, &mut out)
                     .unwrap_or_else(|e| panic!("seed {seed} leaf {}: {e}", hit.leaf));
-                assert!(Bounds::of(&t, hit.leaf).contains(&out), "seed {seed}: outside its box");
+                assert!(<Bounds>::of(&t, hit.leaf).contains(&out), "seed {seed}: outside its box");
                 assert!(counterfactual::check(&s, &q, &x, &out).is_ok());
                 for f in s.features().iter().filter(|f| f.kind != Kind::Categorical) {
                     let v = out[f.col as usize];
@@ -426,7 +426,7 @@ pub(crate) mod tests {
                     let got = counterfactual::check(&s, &q, &x, &xn).err();
                     assert_eq!(
                         got,
-                        want.map(|rule| Violation { feature: j as u8, rule }),
+                        want.map(|rule| Violation { feature: j as u16, rule }),
                         "seed {seed}: {from} -> {to}"
                     );
                     rejected += usize::from(want == Some(Rule::Direction));
@@ -438,7 +438,7 @@ pub(crate) mod tests {
 
     #[test]
     fn test_contrast_target_and_exhaustion() {
-        let mut s = Schema::new(2);
+        let mut s: Schema = Schema::new(2);
         s.push(Feature::continuous(0, 0.0, 1.0)).unwrap();
         let bytes = bytes_of(&[
             Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },

@@ -7,7 +7,9 @@
 //!
 //! Record layout (little endian):
 //! - split: `[col, 0, left u16, right u16, 0 u16, threshold f32]`, rows with `x[col] <= threshold`
-//!   go left;
+//!   go left; a column of [`WIDE_COLUMN`] or more (only the host's wide schemas have one) is
+//!   written as `[WIDE_TAG, 0, left, right, col u16, threshold]`, so every device tree keeps
+//!   its bytes;
 //! - leaf: `[0xFF, class, purity u16 (q0.16), entropy u16 (bits * 4096), samples u16, 0 u32]`.
 
 use crate::capacity::{COLUMNS, DEPTH, NODES};
@@ -16,6 +18,10 @@ use core::fmt;
 /// Bytes per node record.
 pub const RECORD_LEN: usize = 12;
 const LEAF_TAG: u8 = 0xFF;
+/// First byte of a split whose column is stored in bytes 6..8.
+const WIDE_TAG: u8 = 0xFE;
+/// The smallest column written in the wide form.
+pub const WIDE_COLUMN: u16 = WIDE_TAG as u16;
 const ENTROPY_ONE: f32 = 4096.0;
 
 /// Index of a node in its tree.
@@ -26,7 +32,7 @@ pub type NodeIdx = u16;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Node {
     /// `x[col] <= threshold` goes to `left`, otherwise to `right`.
-    Split { col: u8, threshold: f32, left: NodeIdx, right: NodeIdx },
+    Split { col: u16, threshold: f32, left: NodeIdx, right: NodeIdx },
     /// Majority `class`, its share `purity`, the class entropy in bits, and the training rows.
     Leaf { class: u8, purity: f32, entropy: f32, samples: u16 },
 }
@@ -37,7 +43,13 @@ impl Node {
         let mut r = [0u8; RECORD_LEN];
         match *self {
             Node::Split { col, threshold, left, right } => {
-                r[0] = col;
+                match u8::try_from(col) {
+                    Ok(narrow) if col < WIDE_COLUMN => r[0] = narrow,
+                    _ => {
+                        r[0] = WIDE_TAG;
+                        r[6..8].copy_from_slice(&col.to_le_bytes());
+                    }
+                }
                 r[2..4].copy_from_slice(&left.to_le_bytes());
                 r[4..6].copy_from_slice(&right.to_le_bytes());
                 r[8..12].copy_from_slice(&threshold.to_le_bytes());
@@ -64,7 +76,14 @@ impl Node {
             }
         } else {
             let threshold = f32::from_le_bytes([r[8], r[9], r[10], r[11]]);
-            Node::Split { col: r[0], threshold, left: u16_at(2), right: u16_at(4) }
+            // A wide column below `WIDE_COLUMN` is not canonical: it maps to `u16::MAX`, which no
+            // schema has, so validation rejects the record.
+            let col = match r[0] {
+                WIDE_TAG if u16_at(6) >= WIDE_COLUMN => u16_at(6),
+                WIDE_TAG => u16::MAX,
+                narrow => u16::from(narrow),
+            };
+            Node::Split { col, threshold, left: u16_at(2), right: u16_at(4) }
         }
     }
 
@@ -91,7 +110,7 @@ fn to_fixed(v: f32, one: f32) -> u16 {
 pub enum TreeError {
     /// Empty, or not a whole number of records.
     Length,
-    /// More than [`NODES`] nodes or deeper than [`DEPTH`].
+    /// More nodes or columns than the capacity it is validated for, or deeper than [`DEPTH`].
     Capacity,
     /// A split names a column outside the schema or has a non-finite threshold.
     Split { node: NodeIdx },
@@ -107,7 +126,7 @@ impl fmt::Display for TreeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TreeError::Length => write!(f, "tree bytes are empty or not whole {RECORD_LEN}-byte records"),
-            TreeError::Capacity => write!(f, "tree exceeds {NODES} nodes or depth {DEPTH}"),
+            TreeError::Capacity => write!(f, "tree exceeds its node or column capacity or depth {DEPTH}"),
             TreeError::Split { node } => write!(f, "node {node} splits on an unknown column or a non-finite threshold"),
             TreeError::Class { node } => write!(f, "leaf {node} names an unknown class"),
             TreeError::Link { node } => write!(f, "node {node} has an invalid child link"),
@@ -122,31 +141,48 @@ impl core::error::Error for TreeError {}
 #[derive(Debug, Clone, Copy)]
 pub struct Tree<'a> {
     bytes: &'a [u8],
-    columns: u8,
+    columns: u16,
     classes: u8,
 }
 
 impl<'a> Tree<'a> {
-    /// Validates `bytes` as a tree over `columns` encoded columns and `classes` classes.
+    /// Validates `bytes` as a tree over `columns` encoded columns and `classes` classes, within
+    /// the device profile: at most [`NODES`] nodes over at most [`COLUMNS`] columns.
     ///
     /// # Errors
     /// A [`TreeError`] naming the first bad node.
     pub fn new(bytes: &'a [u8], columns: usize, classes: usize) -> Result<Self, TreeError> {
+        Self::within::<NODES, COLUMNS>(bytes, columns, classes)
+    }
+
+    /// Validates `bytes` as a tree of at most `N` nodes over `columns` (at most `C`) encoded
+    /// columns and `classes` classes: how the host checks its wide trees.
+    ///
+    /// # Errors
+    /// A [`TreeError`] naming the first bad node.
+    pub fn within<const N: usize, const C: usize>(
+        bytes: &'a [u8],
+        columns: usize,
+        classes: usize,
+    ) -> Result<Self, TreeError> {
         if bytes.is_empty() || !bytes.len().is_multiple_of(RECORD_LEN) {
             return Err(TreeError::Length);
         }
         let n = bytes.len() / RECORD_LEN;
-        if n > NODES || columns > COLUMNS || classes > u8::MAX as usize {
+        if n > N || n > usize::from(NodeIdx::MAX) || columns > C || columns >= usize::from(u16::MAX) {
             return Err(TreeError::Capacity);
         }
-        let tree = Tree { bytes, columns: columns as u8, classes: classes as u8 };
-        tree.check_links(n, columns, classes)?;
+        if classes > u8::MAX as usize {
+            return Err(TreeError::Capacity);
+        }
+        let tree = Tree { bytes, columns: columns as u16, classes: classes as u8 };
+        tree.check_links::<N>(n, columns, classes)?;
         Ok(tree)
     }
 
-    fn check_links(&self, n: usize, columns: usize, classes: usize) -> Result<(), TreeError> {
-        let mut has_parent = [false; NODES];
-        let mut depth = [0u8; NODES];
+    fn check_links<const N: usize>(&self, n: usize, columns: usize, classes: usize) -> Result<(), TreeError> {
+        let mut has_parent = [false; N];
+        let mut depth = [0u8; N];
         for i in 0..n {
             let idx = i as NodeIdx;
             match self.record(idx) {
@@ -241,24 +277,25 @@ impl<'a> Tree<'a> {
     }
 }
 
-/// The hyper-rectangle of a node: per encoded column the half-open interval `(lo, hi]` that the
-/// splits on the path from the root impose.
+/// The hyper-rectangle of a node: per encoded column (at most `C`) the half-open interval
+/// `(lo, hi]` that the splits on the path from the root impose. A column past `C` is
+/// unbounded.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bounds {
-    lo: [f32; COLUMNS],
-    hi: [f32; COLUMNS],
+pub struct Bounds<const C: usize = COLUMNS> {
+    lo: [f32; C],
+    hi: [f32; C],
 }
 
-impl Default for Bounds {
+impl<const C: usize> Default for Bounds<C> {
     fn default() -> Self {
-        Bounds { lo: [f32::NEG_INFINITY; COLUMNS], hi: [f32::INFINITY; COLUMNS] }
+        Bounds { lo: [f32::NEG_INFINITY; C], hi: [f32::INFINITY; C] }
     }
 }
 
-impl Bounds {
+impl<const C: usize> Bounds<C> {
     /// The box of node `idx` (the whole space for the root or an unknown index).
-    pub fn of(tree: &Tree<'_>, idx: NodeIdx) -> Bounds {
-        let mut b = Bounds::default();
+    pub fn of(tree: &Tree<'_>, idx: NodeIdx) -> Self {
+        let mut b = Self::default();
         let mut child = idx;
         while let Some(p) = tree.parent(child) {
             if let Some(Node::Split { col, threshold, left, .. }) = tree.node(p) {
@@ -361,6 +398,36 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn test_wide_columns_round_trip_and_keep_narrow_bytes() {
+        for col in [0u16, 63, WIDE_COLUMN - 1, WIDE_COLUMN, 255, 256, 2047] {
+            let s = Node::Split { col, threshold: 0.5, left: 1, right: 2 };
+            let r = s.to_bytes();
+            assert_eq!(Node::from_record(&r), s, "column {col}");
+            assert_eq!(r[0] == WIDE_TAG, col >= WIDE_COLUMN, "column {col}");
+            if col < WIDE_COLUMN {
+                assert_eq!((r[0], r[6], r[7]), (col as u8, 0, 0), "narrow form unchanged");
+            }
+        }
+        // The wide form of a narrow column is not canonical and never valid.
+        let mut r = Node::Split { col: 3, threshold: 0.5, left: 1, right: 2 }.to_bytes();
+        r[0] = WIDE_TAG;
+        r[6..8].copy_from_slice(&3u16.to_le_bytes());
+        let mut bytes = r.to_vec();
+        bytes.extend(bytes_of(&[leaf(0), leaf(1)]));
+        assert_eq!(Tree::within::<8, 4096>(&bytes, 4000, 2).unwrap_err(), TreeError::Split { node: 0 });
+        // A split on column 2047 needs the host capacity.
+        let wide = bytes_of(&[Node::Split { col: 2047, threshold: 0.5, left: 1, right: 2 }, leaf(0), leaf(1)]);
+        assert_eq!(Tree::new(&wide, 2048, 2).unwrap_err(), TreeError::Capacity);
+        let t = Tree::within::<4095, 2048>(&wide, 2048, 2).unwrap();
+        let mut x = [0.0f32; 2048];
+        assert_eq!(t.route(&x), Ok(1));
+        x[2047] = 1.0;
+        assert_eq!(t.route(&x), Ok(2));
+        let b: Bounds<2048> = Bounds::of(&t, 2);
+        assert_eq!(b.interval(2047), (0.5, f32::INFINITY));
+    }
+
+    #[test]
     fn test_route_and_parent() {
         let b = small();
         let t = Tree::new(&b, 2, 2).unwrap();
@@ -376,7 +443,7 @@ pub(crate) mod tests {
     fn test_bounds_of_leaf() {
         let b = small();
         let t = Tree::new(&b, 2, 2).unwrap();
-        let bounds = Bounds::of(&t, 3);
+        let bounds: Bounds = Bounds::of(&t, 3);
         assert_eq!(bounds.interval(0), (0.5, f32::INFINITY));
         assert_eq!(bounds.interval(1), (f32::NEG_INFINITY, 0.25));
         assert!(bounds.contains(&[0.6, 0.1]));
@@ -385,10 +452,10 @@ pub(crate) mod tests {
 
     #[test]
     fn test_group_categories() {
-        let mut b = Bounds::default();
+        let mut b: Bounds = Bounds::default();
         b.restrict(2, 0.5, false); // column 2 == 1: category 2 only
         assert_eq!(b.categories(0, 4), 0b0100);
-        let mut b = Bounds::default();
+        let mut b: Bounds = Bounds::default();
         b.restrict(1, 0.5, true); // column 1 == 0: anything but category 1
         assert_eq!(b.categories(0, 4), 0b1101);
     }

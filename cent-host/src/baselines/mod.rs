@@ -20,8 +20,9 @@ pub use nun::NearestUnlike;
 pub use random::RandomSearch;
 
 use crate::blackbox::BlackBox;
+use crate::profile::{Query, Schema};
 use cent_nostd::counterfactual;
-use cent_nostd::schema::{self, Feature, Kind, Mutability, Query, Schema};
+use cent_nostd::schema::{self, Feature, Kind, Mutability};
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -189,9 +190,7 @@ impl Problem<'_> {
     /// set back to `x`'s value one at a time, smallest change first, as long as the result stays
     /// valid.
     fn sparsify(&self, x: &[f32], mut x_new: Vec<f32>, target: usize) -> Result<Vec<f32>, NotFound> {
-        let mask = counterfactual::changed(self.schema, x, &x_new);
-        let mut order: Vec<(f32, usize)> = (0..self.schema.features().len())
-            .filter(|j| mask & (1 << j) != 0)
+        let mut order: Vec<(f32, usize)> = counterfactual::changed_features(self.schema, x, &x_new)
             .filter_map(|j| self.schema.feature(j).map(|f| (change_size(f, x, &x_new), j)))
             .collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));

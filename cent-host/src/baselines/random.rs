@@ -114,7 +114,7 @@ mod tests {
         with_problem(|p| {
             let found = RandomSearch::default().counterfactual(p, &X, 1).expect("the toy flips");
             assert_valid(p, &found);
-            let changed = cent_nostd::counterfactual::changed(p.schema, &X, &found.x).count_ones();
+            let changed = cent_nostd::counterfactual::changed_features(p.schema, &X, &found.x).count();
             assert_eq!(changed, 1, "stage 1 already flips: {:?}", found.x);
         });
     }

@@ -188,7 +188,8 @@ enum Command {
 /// Which dataset and model.
 #[derive(Debug, Clone, Args)]
 pub struct DataArgs {
-    /// Built-in dataset: adult (embedded), compas, credit, heloc (after `cent fetch`).
+    /// Built-in dataset: adult and adult-wide (embedded; adult-wide keeps every attribute, 104
+    /// one-hot columns), compas, credit, heloc (after `cent fetch`).
     #[arg(long, default_value = "adult", conflicts_with_all = ["data", "schema"])]
     pub dataset: String,
     /// Your own CSV file (with --schema); overrides the schema's `[[source]] file`.

@@ -7,7 +7,7 @@
 
 use super::schema::{Link, join};
 use super::table::{Attribute, Table, Value};
-use cent_nostd::capacity::{CLASSES, COLUMNS, FEATURES};
+use crate::profile::{CLASSES, COLUMNS, FEATURES};
 use cent_nostd::schema as core;
 
 /// Row-major encoded rows.
@@ -44,7 +44,7 @@ pub enum EncodeError {
     NoRows,
     #[error(
         "dataset `{dataset}` has {features} features, {columns} encoded columns and {classes} classes; \
-         the core holds at most {FEATURES}, {COLUMNS} and {CLASSES} (merge categories with `map`/`other` or drop features)"
+         cent holds at most {FEATURES}, {COLUMNS} and {CLASSES} (merge categories with `map`/`other` or drop features)"
     )]
     Capacity { dataset: String, features: usize, columns: usize, classes: usize },
     #[error("feature `{feature}`: {error}")]
@@ -106,7 +106,7 @@ pub struct Encoding {
     classes: Vec<String>,
     favourable: usize,
     /// Layout, ranges, sigma, default costs and constraints: the single source of truth.
-    core: core::Schema,
+    core: crate::profile::Schema,
 }
 
 impl Encoding {
@@ -131,7 +131,7 @@ impl Encoding {
             column_sigma: Vec::new(),
             classes: table.classes().to_vec(),
             favourable: table.favourable(),
-            core: core::Schema::new(table.classes().len() as u8),
+            core: crate::profile::Schema::new(table.classes().len() as u8),
         };
         encoding.core = encoding.build_core(&features)?;
         let train = encoding.encode_rows(table, rows)?;
@@ -143,8 +143,8 @@ impl Encoding {
     }
 
     /// Builds the core schema from a layout plus the attributes' category transitions.
-    fn build_core(&self, features: &[core::Feature]) -> Result<core::Schema, Rejection> {
-        let mut schema = core::Schema::new(self.classes.len() as u8);
+    fn build_core(&self, features: &[core::Feature]) -> Result<crate::profile::Schema, Rejection> {
+        let mut schema = crate::profile::Schema::new(self.classes.len() as u8);
         for (f, a) in features.iter().zip(&self.attributes) {
             schema.push(*f).map_err(|error| Rejection { feature: a.name.clone(), error })?;
         }
@@ -160,7 +160,7 @@ impl Encoding {
 
     /// The core schema: features in encoded-column order, ranges, sigma, default costs,
     /// mutability and category transitions.
-    pub fn to_core_schema(&self) -> core::Schema {
+    pub fn to_core_schema(&self) -> crate::profile::Schema {
         self.core.clone()
     }
 
@@ -393,8 +393,8 @@ impl Encoding {
     /// # Errors
     /// [`QueryError::Unordered`] naming the first unordered categorical feature given a
     /// direction; [`QueryError::Feature`] or [`QueryError::Weights`] for a bad weight.
-    pub fn check_query(&self, query: &core::Query) -> Result<(), QueryError> {
-        let name = |j: u8| self.attributes.get(j as usize).map(|a| a.name.clone());
+    pub fn check_query(&self, query: &crate::profile::Query) -> Result<(), QueryError> {
+        let name = |j: u16| self.attributes.get(j as usize).map(|a| a.name.clone());
         query.check(&self.core).map_err(|error| match error {
             core::SchemaError::Unordered { feature } => QueryError::Unordered {
                 feature: name(feature).unwrap_or_default(),
@@ -491,7 +491,7 @@ fn width(a: &Attribute) -> usize {
 
 /// Contiguous core features with ranges from the schema or from the training rows.
 fn layout(table: &Table, rows: &[usize]) -> Vec<core::Feature> {
-    let mut col = 0u8;
+    let mut col = 0u16;
     let mut features = Vec::with_capacity(table.attributes().len());
     for (j, a) in table.attributes().iter().enumerate() {
         let f = match a.kind {
@@ -504,7 +504,7 @@ fn layout(table: &Table, rows: &[usize]) -> Vec<core::Feature> {
                 core::Feature { kind, ..core::Feature::continuous(col, min as f32, max as f32) }
             }
         };
-        col += f.width;
+        col += u16::from(f.width);
         features.push(f.with_mutability(a.mutability).with_cost(a.cost));
     }
     features

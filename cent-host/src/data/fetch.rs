@@ -53,7 +53,7 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> FetchError + '_ {
 /// [`FetchError::UnknownDataset`], or any error of [`fetch_schema`].
 pub fn fetch(dataset: &str, cache_dir: &Path, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, FetchError> {
     let schema = super::builtin_schema(dataset)
-        .map_err(|_| FetchError::UnknownDataset { name: dataset.to_string(), valid: super::DATASETS.join(", ") })?;
+        .map_err(|_| FetchError::UnknownDataset { name: dataset.to_string(), valid: super::BUILTIN.join(", ") })?;
     fetch_schema(&schema, cache_dir, progress)
 }
 

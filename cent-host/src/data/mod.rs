@@ -5,9 +5,10 @@
 //! [`Encoding`] fitted on the training rows → [`Matrix`] (row-major `f32`) for the models,
 //! and [`Encoding::to_core_schema`] for the core. [`prepare`] does all of it.
 //!
-//! Four datasets are built in (`adult`, `compas`, `credit`, `heloc`); their schemas live in
-//! `data/schemas/` and are compiled into the binary. Adult's files are embedded too (gzip), so
-//! it needs no download; the others are fetched once with [`fetch::fetch`].
+//! Four datasets are built in and evaluated (`adult`, `compas`, `credit`, `heloc`), plus
+//! `adult-wide`, the same Adult rows with every attribute one-hot (104 columns); their schemas
+//! live in `data/schemas/` and are compiled into the binary. Adult's files are embedded too
+//! (gzip), so neither Adult needs a download; the others are fetched once with [`fetch::fetch`].
 //!
 //! ```
 //! let table = cent_host::data::load_adult().unwrap();
@@ -33,14 +34,21 @@ use flate2::read::GzDecoder;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Names of the built-in datasets.
+/// Names of the built-in datasets that `cent evaluate --all` runs.
 pub const DATASETS: [&str; 4] = ["adult", "compas", "credit", "heloc"];
+
+/// Every built-in schema: [`DATASETS`] and `adult-wide`.
+pub const BUILTIN: [&str; 5] = ["adult", "adult-wide", "compas", "credit", "heloc"];
+
+/// The built-in schemas that read Adult's embedded files.
+const EMBEDDED: [&str; 2] = ["adult", "adult-wide"];
 
 /// Where fetched files go unless told otherwise (git-ignored).
 pub const DEFAULT_CACHE_DIR: &str = "data/cache";
 
-const SCHEMAS: [(&str, &str); 4] = [
+const SCHEMAS: [(&str, &str); 5] = [
     ("adult", include_str!("../../../data/schemas/adult.toml")),
+    ("adult-wide", include_str!("../../../data/schemas/adult-wide.toml")),
     ("compas", include_str!("../../../data/schemas/compas.toml")),
     ("credit", include_str!("../../../data/schemas/credit.toml")),
     ("heloc", include_str!("../../../data/schemas/heloc.toml")),
@@ -90,7 +98,7 @@ pub fn builtin_schema(name: &str) -> Result<Schema, DataError> {
     let (_, text) = SCHEMAS
         .iter()
         .find(|(n, _)| *n == name)
-        .ok_or_else(|| DataError::UnknownDataset { name: name.to_string(), valid: DATASETS.join(", ") })?;
+        .ok_or_else(|| DataError::UnknownDataset { name: name.to_string(), valid: BUILTIN.join(", ") })?;
     Ok(Schema::from_toml(text, &format!("data/schemas/{name}.toml"))?)
 }
 
@@ -99,26 +107,31 @@ pub fn builtin_schema(name: &str) -> Result<Schema, DataError> {
 /// # Errors
 /// Only if the embedded data were corrupt.
 pub fn load_adult() -> Result<Table, DataError> {
-    let schema = builtin_schema("adult")?;
+    load_embedded("adult")
+}
+
+/// A schema of [`EMBEDDED`] over Adult's embedded files.
+fn load_embedded(name: &str) -> Result<Table, DataError> {
+    let schema = builtin_schema(name)?;
     let mut inputs = Vec::with_capacity(ADULT_FILES.len());
     for ((file, gz), source) in ADULT_FILES.iter().zip(&schema.sources) {
         let mut bytes = Vec::new();
         GzDecoder::new(*gz)
             .read_to_end(&mut bytes)
             .map_err(|source| DataError::Embedded { file: file.to_string(), source })?;
-        inputs.push(Input { name: format!("builtin:adult/{file}"), bytes, skip_lines: source.skip_lines });
+        inputs.push(Input { name: format!("builtin:{name}/{file}"), bytes, skip_lines: source.skip_lines });
     }
     Ok(Table::read(&schema, &inputs)?)
 }
 
-/// A built-in dataset: Adult from the binary, the others from `cache_dir/<name>/`.
+/// A built-in dataset: Adult (either schema) from the binary, the others from `cache_dir/<name>/`.
 ///
 /// # Errors
 /// [`DataError::UnknownDataset`], [`DataError::NotFetched`] naming the missing file, or a
 /// load error naming file, line and column.
 pub fn load_builtin(name: &str, cache_dir: &Path) -> Result<Table, DataError> {
-    if name == "adult" {
-        return load_adult();
+    if EMBEDDED.contains(&name) {
+        return load_embedded(name);
     }
     let schema = builtin_schema(name)?;
     let dir = cache_dir.join(&schema.name);
@@ -222,7 +235,7 @@ mod tests {
     #[test]
     fn test_unknown_dataset_lists_valid_names() {
         let err = builtin_schema("mnist").unwrap_err();
-        assert_eq!(err.to_string(), "unknown dataset `mnist`; datasets: adult, compas, credit, heloc");
+        assert_eq!(err.to_string(), "unknown dataset `mnist`; datasets: adult, adult-wide, compas, credit, heloc");
     }
 
     #[test]

@@ -191,7 +191,7 @@ pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -
         if class as usize != desired {
             continue;
         }
-        let bounds = Bounds::of(tree, idx);
+        let bounds: Bounds = Bounds::of(tree, idx);
         let mut moves = Vec::new();
         let mut cost = 0.0;
         for (j, &v) in x.iter().enumerate() {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod datasets;
+pub mod wide;
 
 use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::blackbox::ModelKind;

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""cent on the DiCE comparison harness (../shared/peers): the harness's model, factuals and scorer.
+
+    python3 scripts/peers.py --cent target/debug/cent --data-dir /tmp/peers-out \
+        --harness ../shared/peers --python /tmp/peers-venv/bin/python --model mlp --out /tmp/peers-res
+
+Run it with any Python 3 (it only uses the standard library); `--python` is the harness's
+virtual environment, which runs the scorer (`score_csv.py`).
+
+1. The harness's factuals (`factuals_raw.csv`, raw values) become two query files, one per
+   target class (`target_<model>` in `factuals.csv`: the class the model does not give).
+2. `cent explain --dataset adult-wide --onnx <data-dir>/<model>.onnx --desired <class>` answers
+   each file (one counterfactual per factual, `--format json`). `adult-wide` has the harness's
+   layout (the six numeric attributes, then the one-hot groups with sorted categories), so the
+   ONNX model reads cent's rows as they are.
+3. Each counterfactual is written in the harness's encoding: numeric values are decoded with
+   cent's ranges (the schema's) and scaled with the harness's (its training split's); one-hot
+   columns are copied. A factual without an answer gets an empty row.
+4. `score_csv.py` scores the CSV with the harness's metrics; its JSON and a summary line go to
+   `--out`.
+
+The wall time of each `cent explain` run (loading included) divided by its factuals is stored
+as every factual's `latency_s`: an upper bound of the time per query.
+"""
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
+CLASSES = ["<=50K", ">50K"]
+
+
+def cent_ranges(schema_path):
+    """`range = [a, b]` of each numeric feature of the adult-wide schema."""
+    ranges, name = {}, None
+    with open(schema_path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("name = "):
+                name = line.split("=", 1)[1].strip().strip('"')
+            elif line.startswith("range = ") and name in NUMERIC:
+                lo, hi = line.split("=", 1)[1].strip().strip("[]").split(",")
+                ranges[name] = (float(lo), float(hi))
+    missing = [n for n in NUMERIC if n not in ranges]
+    if missing:
+        sys.exit(f"{schema_path}: no range for {missing}")
+    return ranges
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cent", default="target/debug/cent", help="the cent binary")
+    ap.add_argument("--data-dir", default="/tmp/peers-out", help="prepare.py's output folder")
+    ap.add_argument("--harness", default="../shared/peers", help="the harness's folder (score_csv.py)")
+    ap.add_argument("--python", default="/tmp/peers-venv/bin/python", help="the harness's Python")
+    ap.add_argument("--model", default="mlp", help="mlp or lr")
+    ap.add_argument("--out", default="/tmp/peers-res", help="folder for queries, answers and scores")
+    ap.add_argument("--schema", default="data/schemas/adult-wide.toml", help="cent's schema (for its ranges)")
+    ap.add_argument("extra", nargs="*", help="more `cent explain` options, after `--`")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    enc = json.load(open(os.path.join(args.data_dir, "encoding.json"), encoding="utf-8"))
+    theirs = {k: tuple(v) for k, v in enc["ranges"].items()}
+    ours = cent_ranges(args.schema)
+    columns = enc["columns"]
+
+    with open(os.path.join(args.data_dir, "factuals.csv"), encoding="utf-8") as f:
+        target = {int(r["row_id"]): int(r[f"target_{args.model}"]) for r in csv.DictReader(f)}
+    with open(os.path.join(args.data_dir, "factuals_raw.csv"), encoding="utf-8") as f:
+        raw = list(csv.DictReader(f))
+    features = [c for c in raw[0] if c not in ("row_id", "label")]
+
+    answers = {}
+    latency = {}
+    for cls in (0, 1):
+        rows = [r for r in raw if target[int(r["row_id"])] == cls]
+        if not rows:
+            continue
+        qpath = os.path.join(args.out, f"queries-{args.model}-to-{cls}.csv")
+        with open(qpath, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(features)
+            for r in rows:
+                w.writerow([r[c] for c in features])
+        cmd = [
+            args.cent, "explain", "--dataset", "adult-wide",
+            "--onnx", os.path.join(args.data_dir, f"{args.model}.onnx"),
+            "--query", qpath, "--desired", CLASSES[cls], "--n", "1", "--format", "json", *args.extra,
+        ]
+        print("$", " ".join(cmd), file=sys.stderr)
+        t = time.perf_counter()
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        if run.returncode not in (0, 3):
+            sys.exit(f"cent explain failed ({run.returncode}):\n{run.stderr}")
+        results = json.loads(run.stdout)
+        results = results if isinstance(results, list) else [results]
+        if len(results) != len(rows):
+            sys.exit(f"{len(results)} answers for {len(rows)} queries")
+        for r, res in zip(rows, results):
+            rid = int(r["row_id"])
+            latency[rid] = wall / len(rows)
+            cfs = (res.get("explanation") or {}).get("counterfactuals") or []
+            if cfs:
+                answers[rid] = cfs[0]["encoded"]
+        print(f"to class {cls}: {len(rows)} factuals, {sum(int(r['row_id']) in answers for r in rows)} answered, "
+              f"{wall:.1f} s", file=sys.stderr)
+
+    numeric_cols = {name: columns.index(name) for name in NUMERIC}
+    cf_path = os.path.join(args.out, f"cent-{args.model}.csv")
+    with open(cf_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["row_id", *columns, "latency_s"])
+        for r in raw:
+            rid = int(r["row_id"])
+            x = answers.get(rid)
+            if x is None:
+                w.writerow([rid, *([""] * len(columns)), latency.get(rid, "")])
+                continue
+            if len(x) != len(columns):
+                sys.exit(f"row {rid}: {len(x)} encoded values, the harness has {len(columns)} columns")
+            out = [float(v) for v in x]
+            for name, c in numeric_cols.items():
+                lo, hi = ours[name]
+                value = round(lo + out[c] * (hi - lo))
+                tlo, thi = theirs[name]
+                out[c] = (value - tlo) / (thi - tlo)
+            w.writerow([rid, *[repr(v) for v in out], latency[rid]])
+
+    scored = os.path.join(args.out, f"cent-{args.model}.scored.json")
+    cmd = [args.python, "score_csv.py", "--cf", os.path.abspath(cf_path), "--model", args.model,
+           "--data-dir", os.path.abspath(args.data_dir), "--tool", "cent", "--out", os.path.abspath(scored)]
+    print("$", " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, cwd=args.harness, check=True)
+
+
+if __name__ == "__main__":
+    main()
