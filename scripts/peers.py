@@ -17,16 +17,18 @@ virtual environment, which runs the scorer (`score_csv.py`).
    cent's ranges (the schema's) and scaled with the harness's (its training split's); one-hot
    columns are copied. A factual without an answer gets an empty row.
 4. `score_csv.py` scores the CSV with the harness's metrics; its JSON and a summary line go to
-   `--out`.
+   `--out`. The harness's `table.py` renders any set of such files (and DiCE's) as one table.
 
-The wall time of each `cent explain` run (loading included) divided by its factuals is stored
-as every factual's `latency_s`: an upper bound of the time per query.
+Each factual's `latency_s` is the time cent reports for explaining it (`explained in … ms` on
+stderr: the query alone, the data and models already loaded); the whole run's wall time,
+loading included, is printed beside it.
 """
 
 import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -61,6 +63,7 @@ def main():
     ap.add_argument("--model", default="mlp", help="mlp or lr")
     ap.add_argument("--out", default="/tmp/peers-res", help="folder for queries, answers and scores")
     ap.add_argument("--schema", default="data/schemas/adult-wide.toml", help="cent's schema (for its ranges)")
+    ap.add_argument("--label", default="cent", help="the run's name in the scores (e.g. `cent p=0`)")
     ap.add_argument("extra", nargs="*", help="more `cent explain` options, after `--`")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -103,14 +106,17 @@ def main():
         results = results if isinstance(results, list) else [results]
         if len(results) != len(rows):
             sys.exit(f"{len(results)} answers for {len(rows)} queries")
-        for r, res in zip(rows, results):
+        took = {int(m.group(1)): float(m.group(2)) / 1e3
+                for m in re.finditer(r"query (\d+): explained in ([0-9.]+) ms", run.stderr)}
+        for i, (r, res) in enumerate(zip(rows, results), start=1):
             rid = int(r["row_id"])
-            latency[rid] = wall / len(rows)
+            if i in took:
+                latency[rid] = took[i]
             cfs = (res.get("explanation") or {}).get("counterfactuals") or []
             if cfs:
                 answers[rid] = cfs[0]["encoded"]
         print(f"to class {cls}: {len(rows)} factuals, {sum(int(r['row_id']) in answers for r in rows)} answered, "
-              f"{wall:.1f} s", file=sys.stderr)
+              f"{wall:.1f} s wall with loading", file=sys.stderr)
 
     numeric_cols = {name: columns.index(name) for name in NUMERIC}
     cf_path = os.path.join(args.out, f"cent-{args.model}.csv")
@@ -131,11 +137,11 @@ def main():
                 value = round(lo + out[c] * (hi - lo))
                 tlo, thi = theirs[name]
                 out[c] = (value - tlo) / (thi - tlo)
-            w.writerow([rid, *[repr(v) for v in out], latency[rid]])
+            w.writerow([rid, *[repr(v) for v in out], latency.get(rid, "")])
 
     scored = os.path.join(args.out, f"cent-{args.model}.scored.json")
     cmd = [args.python, "score_csv.py", "--cf", os.path.abspath(cf_path), "--model", args.model,
-           "--data-dir", os.path.abspath(args.data_dir), "--tool", "cent", "--out", os.path.abspath(scored)]
+           "--data-dir", os.path.abspath(args.data_dir), "--tool", args.label, "--out", os.path.abspath(scored)]
     print("$", " ".join(cmd), file=sys.stderr)
     subprocess.run(cmd, cwd=args.harness, check=True)
 

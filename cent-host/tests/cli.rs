@@ -457,3 +457,34 @@ fn test_confidence_and_plausibility_options() {
         assert!(doc["not_found"].as_str().is_some_and(|r| r.contains("required probability")), "{doc}");
     }
 }
+
+/// A user's own 104-column CSV and schema: Adult's `adult.data` in the UCI format, read through
+/// the `adult-wide` schema file. Explain answers at the host's capacity; export is refused with
+/// the device's limit and the figure.
+#[test]
+fn test_wide_user_data_explains_and_export_names_the_device_limit() {
+    use flate2::read::GzDecoder;
+    let d = dir("wide-user-data");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let gz = std::fs::read(root.join("data/adult/adult.data.gz")).expect("the embedded Adult file");
+    let mut text = String::new();
+    GzDecoder::new(&gz[..]).read_to_string(&mut text).expect("gzip");
+    let csv = write(&d, "adult.data", &text);
+    let schema = root.join("data/schemas/adult-wide.toml");
+    let data = ["--data", csv.to_str().unwrap(), "--schema", schema.to_str().unwrap()];
+    let cache = d.join("cache");
+    let explain =
+        cent(&[&["explain"][..], &data, &["--row", "0", "--n", "1", "--format", "json", "-q"]].concat(), &cache);
+    assert_no_panic(&explain);
+    assert!(explain.status.success() || explain.status.code() == Some(3), "{}", stderr(&explain));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&explain)).expect("JSON");
+    let values = json["values"].as_array().expect("the query's values");
+    assert_eq!(values.len(), 14, "{json}");
+    if let Some(cf) = json["explanation"]["counterfactuals"].get(0) {
+        assert_eq!(cf["encoded"].as_array().map(Vec::len), Some(104));
+    }
+    let out = d.join("wide.cent");
+    let export = cent(&[&["export"][..], &data, &["--out", out.to_str().unwrap(), "-q"]].concat(), &cache);
+    assert_fails_with(&export, &["104 encoded columns (the device holds at most 64)"]);
+    assert!(!out.exists(), "no bundle is written");
+}

@@ -54,7 +54,11 @@ fn evaluate(a: &Artifacts, factuals: usize) {
         let s = bench.run(kind, &rows).expect("runs").summary;
         assert!(s.found > 0, "{}: nothing found: {s:?}", kind.name());
         assert!((s.flip_rate - s.found as f64 / rows.len() as f64).abs() < 1e-12, "{}: {s:?}", kind.name());
-        assert_eq!((s.immutable_violation_rate, s.infeasible_rate, s.link_violation_rate), (0.0, 0.0, 0.0));
+        assert_eq!((s.immutable_violation_rate, s.infeasible_rate), (0.0, 0.0), "{}", kind.name());
+        if kind == MethodKind::Cent {
+            // The baselines do not know the schema's links; CEnt keeps to them.
+            assert_eq!(s.link_violation_rate, 0.0);
+        }
     }
 }
 

@@ -47,6 +47,11 @@ pub enum EncodeError {
          cent holds at most {FEATURES}, {COLUMNS} and {CLASSES} (merge categories with `map`/`other` or drop features)"
     )]
     Capacity { dataset: String, features: usize, columns: usize, classes: usize },
+    #[error(
+        "feature `{feature}` has {categories} categories; a categorical feature holds at most {max} \
+         (merge the rare ones with `map`/`other` in the schema)"
+    )]
+    Categories { feature: String, categories: usize, max: usize },
     #[error("feature `{feature}`: {error}")]
     Core { feature: String, error: core::SchemaError },
     #[error("row has {found} values, the encoding expects {expected}")]
@@ -478,7 +483,12 @@ fn check_capacity(table: &Table) -> Result<(), EncodeError> {
     if features > FEATURES || columns > COLUMNS || classes > CLASSES {
         return Err(EncodeError::Capacity { dataset: table.name().to_string(), features, columns, classes });
     }
-    Ok(())
+    // A group's categories are the bits of one `u64` (its allowed transitions).
+    let max = u64::BITS as usize;
+    match table.attributes().iter().find(|a| a.kind == core::Kind::Categorical && a.categories.len() > max) {
+        Some(a) => Err(EncodeError::Categories { feature: a.name.clone(), categories: a.categories.len(), max }),
+        None => Ok(()),
+    }
 }
 
 /// Encoded columns of an attribute.

@@ -455,6 +455,6 @@ mod tests {
     #[test]
     fn test_unknown_dataset() {
         let err = fetch("mnist", Path::new("/nonexistent"), &mut |_| {}).unwrap_err();
-        assert_eq!(err.to_string(), "unknown dataset `mnist`; datasets: adult, compas, credit, heloc");
+        assert_eq!(err.to_string(), "unknown dataset `mnist`; datasets: adult, adult-wide, compas, credit, heloc");
     }
 }
