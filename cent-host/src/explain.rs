@@ -394,7 +394,7 @@ impl<'a> Explainer<'a> {
             }
             tried = count;
             let ids = self.pool.nearest_in(&z, target_classes, count);
-            if let Some(cf) = self.nearest_of(x, query, target, &ids)? {
+            if let Some(cf) = self.nearest_of(x, query, target, target_classes, &ids)? {
                 return Ok(Some(cf));
             }
         }
@@ -407,6 +407,7 @@ impl<'a> Explainer<'a> {
         x: &[f32],
         query: &Query,
         target: Target,
+        target_classes: &[usize],
         ids: &[u32],
     ) -> Result<Option<Counterfactual>, ExplainError> {
         if ids.is_empty() {
@@ -438,7 +439,7 @@ impl<'a> Explainer<'a> {
             let Some((row, class, p)) = self.confirm(x, query, target, row)? else { continue };
             tried += 1;
             let (row, class, p) = self.prune(x, query, target, row, class, p)?;
-            let (row, class, p) = self.sparsify(x, query, target, row, class, p)?;
+            let (row, class, p) = self.sparsify(x, query, target, target_classes, row, class, p)?;
             let cost = self.move_cost(query, x, &row);
             if best.as_ref().is_none_or(|b| cost < b.0) {
                 best = Some((cost, row, class, p));
@@ -545,12 +546,17 @@ impl<'a> Explainer<'a> {
     /// snapped to observed values) is tried, all in one batched call. The confirmed point of
     /// least move cost replaces `row` (then pruned again), until no feature can go. A change
     /// that is only there to lift the probability to [`Config::min_probability`] is traded for
-    /// a longer move of the others.
+    /// a longer move of the others. With [`Config::plausibility`] above 0 the sparser point must
+    /// also score better than `row` by the ranking's objective (move cost against the agreement
+    /// of its latent neighbours, [`Explainer::agreement`]): fewer changes are not bought with a
+    /// point much further from people of the target class.
+    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the point it improves.
     fn sparsify(
         &self,
         x: &[f32],
         query: &Query,
         target: Target,
+        target_classes: &[usize],
         mut row: Vec<f32>,
         mut class: usize,
         mut p: f32,
@@ -594,7 +600,7 @@ impl<'a> Explainer<'a> {
                 return Ok((row, class, p));
             }
             let proba = self.model.probabilities(&batch)?;
-            let mut best: Option<(f32, usize, usize, f32)> = None;
+            let mut accepted: Vec<(f32, usize, usize, f32)> = Vec::new();
             for (i, (cand, q)) in batch.chunks_exact(n).zip(proba.chunks_exact(classes)).enumerate() {
                 // Snapping and link repair may move other features: only a strictly sparser
                 // point counts, so the loop ends within one pass per feature.
@@ -603,12 +609,26 @@ impl<'a> Explainer<'a> {
                     && let Some((c, pc)) = self.accepts(x, query, target, cand, q)
                     && self.data_supported(x, cand)
                 {
-                    let cost = self.move_cost(query, x, cand);
-                    if best.is_none_or(|b| cost < b.0) {
-                        best = Some((cost, i, c, pc));
-                    }
+                    accepted.push((self.move_cost(query, x, cand), i, c, pc));
                 }
             }
+            let lambda = self.config.plausibility.clamp(0.0, 1.0);
+            if lambda > 0.0 && !accepted.is_empty() {
+                // The ranking's objective: a sparser point replaces `row` only when it scores
+                // better, its fewer changes weighed against its latent neighbours' agreement.
+                let score = |cost: f32, agreement: f32| {
+                    (1.0 - lambda) * cost + lambda * PLAUSIBILITY_WEIGHT * (1.0 - agreement)
+                };
+                let base = score(self.move_cost(query, x, &row), self.agreement(&row, target_classes)[0]);
+                let rows: Vec<f32> =
+                    accepted.iter().flat_map(|a| batch[a.1 * n..(a.1 + 1) * n].iter().copied()).collect();
+                let agreement = self.agreement(&rows, target_classes);
+                for (a, &g) in accepted.iter_mut().zip(&agreement) {
+                    a.0 = score(a.0, g);
+                }
+                accepted.retain(|a| a.0 < base);
+            }
+            let best = accepted.into_iter().min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             let Some((_, i, c, q)) = best else { return Ok((row, class, p)) };
             (row, class, p) = self.prune(x, query, target, batch[i * n..(i + 1) * n].to_vec(), c, q)?;
         }
@@ -984,7 +1004,9 @@ impl<'a> Explainer<'a> {
             }
             let Some((c, class, p)) = slots[i].take() else { continue };
             let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
-            let (x_new, class, p) = self.sparsify(x, query, target, x_new, class, p)?;
+            let (x_new, class, p) = self.sparsify(x, query, target, target_classes, x_new, class, p)?;
+            // The reported agreement is the final point's, not the candidate's it came from.
+            let agreement = agreement.map(|_| self.agreement(&x_new, target_classes)[0]);
             // Two leaves may prune down to the same point: it is reported once.
             if out.counterfactuals.iter().any(|cf| cf.encoded == x_new) {
                 continue;

@@ -473,8 +473,7 @@ fn test_wide_user_data_explains_and_export_names_the_device_limit() {
     let schema = root.join("data/schemas/adult-wide.toml");
     let data = ["--data", csv.to_str().unwrap(), "--schema", schema.to_str().unwrap()];
     let cache = d.join("cache");
-    let explain =
-        cent(&[&["explain"][..], &data, &["--row", "0", "--n", "1", "--format", "json", "-q"]].concat(), &cache);
+    let explain = cent(&[&["explain"][..], &data, &["--row", "0", "--n", "1", "--format", "json"]].concat(), &cache);
     assert_no_panic(&explain);
     assert!(explain.status.success() || explain.status.code() == Some(3), "{}", stderr(&explain));
     let json: serde_json::Value = serde_json::from_str(&stdout(&explain)).expect("JSON");
@@ -484,7 +483,7 @@ fn test_wide_user_data_explains_and_export_names_the_device_limit() {
         assert_eq!(cf["encoded"].as_array().map(Vec::len), Some(104));
     }
     let out = d.join("wide.cent");
-    let export = cent(&[&["export"][..], &data, &["--out", out.to_str().unwrap(), "-q"]].concat(), &cache);
+    let export = cent(&[&["export"][..], &data, &["--out", out.to_str().unwrap()]].concat(), &cache);
     assert_fails_with(&export, &["104 encoded columns (the device holds at most 64)"]);
     assert!(!out.exists(), "no bundle is written");
 }
