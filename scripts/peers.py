@@ -64,6 +64,9 @@ def main():
     ap.add_argument("--out", default="/tmp/peers-res", help="folder for queries, answers and scores")
     ap.add_argument("--schema", default="data/schemas/adult-wide.toml", help="cent's schema (for its ranges)")
     ap.add_argument("--label", default="cent", help="the run's name in the scores (e.g. `cent p=0`)")
+    ap.add_argument("--section", default=None,
+                    help="after scoring, (re)write the harness section at the end of this Markdown file "
+                         "(e.g. docs/results.md) from every dice-*.json and cent-*.scored.json in --out")
     ap.add_argument("extra", nargs="*", help="more `cent explain` options, after `--`")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -144,6 +147,56 @@ def main():
            "--data-dir", os.path.abspath(args.data_dir), "--tool", args.label, "--out", os.path.abspath(scored)]
     print("$", " ".join(cmd), file=sys.stderr)
     subprocess.run(cmd, cwd=args.harness, check=True)
+    if args.section:
+        write_section(args)
+
+
+HEADING = "## On the DiCE harness (`../shared/peers`)"
+
+PROSE = """The harness's own data, models and scorer: UCI Adult split 80/20 by the harness (seed 0), a
+scikit-learn MLP (13, 4) and a logistic regression on its 104-column encoding, exported to
+ONNX; 100 fixed test factuals (50 per predicted class of the MLP); DiCE 0.12 run against the
+same ONNX models; every tool's counterfactuals scored by the harness's `score_csv.py` (flip by
+the ONNX model, l0 over the 14 attributes, yNN with the 5 nearest of all rows). cent runs with
+`--dataset adult-wide --onnx <model>.onnx` at its defaults, one counterfactual per factual
+(`scripts/peers.py`); DiCE's rows are `run_dice.py` with its defaults. cent's latency is the
+time it reports per query (data and models loaded); DiCE's is its own per-query time.
+
+The harness's redundancy (a change whose reversal alone keeps the flip) counts what cent's
+links add: `relationship` moved with `marital-status` and `education-num` with `education`,
+which the scorer does not know go together. cent also keeps `fnlwgt` and `native-country`,
+which the harness lets change, fixed.
+"""
+
+COMMANDS = """Regenerate (harness set up as its README says, into `/tmp/peers-out`):
+
+```sh
+cd ../shared/peers
+/tmp/peers-venv/bin/python run_dice.py --model mlp --method random --out /tmp/peers-res/dice-mlp-random.json
+#   ... and --method genetic, and --model lr
+cd -
+python3 scripts/peers.py --model lr --out /tmp/peers-res
+python3 scripts/peers.py --model mlp --out /tmp/peers-res --section docs/results.md
+```
+"""
+
+
+def write_section(args):
+    """Replaces (or appends) the harness section of `args.section` with a fresh table."""
+    names = sorted(os.listdir(args.out))
+    runs = [os.path.join(args.out, n) for n in names if n.startswith("dice-") and n.endswith(".json")]
+    runs += [os.path.join(args.out, n) for n in names if n.startswith("cent-") and n.endswith(".scored.json")]
+    table = subprocess.run([args.python, "table.py", *[os.path.abspath(r) for r in runs]], cwd=args.harness,
+                           check=True, capture_output=True, text=True).stdout
+    load = os.getloadavg()[0]
+    text = open(args.section, encoding="utf-8").read()
+    if HEADING in text:
+        text = text[:text.index(HEADING)].rstrip() + "\n"
+    text += f"\n{HEADING}\n\n{PROSE}\n{table}\nMachine: {os.cpu_count()} logical cores, 1-minute load " \
+            f"{load:.2f} when the table was written.\n\n{COMMANDS}"
+    with open(args.section, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote the harness section of {args.section}", file=sys.stderr)
 
 
 if __name__ == "__main__":
