@@ -175,7 +175,20 @@ pub(crate) mod tests {
     /// A random schema of 1..=6 features of every kind and mutability; half the categorical
     /// features are ordered, and every one-direction categorical feature is.
     pub(crate) fn random_schema(rng: &mut Xoshiro128PlusPlus) -> Schema {
-        let mut s: Schema = Schema::new(2 + below(rng, 2) as u8);
+        random_schema_in(rng, 0)
+    }
+
+    /// [`random_schema`] in any capacity, after `pad` free 64-category groups (so that, with
+    /// `pad` of 4 or more, trees split on columns that need the wide record form).
+    pub(crate) fn random_schema_in<const F: usize, const C: usize>(
+        rng: &mut Xoshiro128PlusPlus,
+        pad: usize,
+    ) -> Schema<F, C> {
+        let mut s = Schema::<F, C>::new(2 + below(rng, 2) as u8);
+        for _ in 0..pad {
+            let col = s.columns() as u16;
+            s.push(Feature::categorical(col, 64).with_cost(0.5 + unit(rng))).unwrap();
+        }
         let n = 1 + below(rng, 6);
         for _ in 0..n {
             let col = s.columns() as u16;
@@ -208,7 +221,10 @@ pub(crate) mod tests {
     }
 
     /// A random valid encoded point of `s`.
-    pub(crate) fn random_point(rng: &mut Xoshiro128PlusPlus, s: &Schema) -> Vec<f32> {
+    pub(crate) fn random_point<const F: usize, const C: usize>(
+        rng: &mut Xoshiro128PlusPlus,
+        s: &Schema<F, C>,
+    ) -> Vec<f32> {
         let mut x = std::vec![0.0; s.columns()];
         for f in s.features() {
             let c = f.col as usize;
@@ -225,7 +241,12 @@ pub(crate) mod tests {
     }
 
     /// A random tree of up to `max_nodes` nodes over `s`, nodes numbered breadth first.
-    pub(crate) fn random_tree(rng: &mut Xoshiro128PlusPlus, s: &Schema, max_nodes: usize, depth: usize) -> Vec<u8> {
+    pub(crate) fn random_tree<const F: usize, const C: usize>(
+        rng: &mut Xoshiro128PlusPlus,
+        s: &Schema<F, C>,
+        max_nodes: usize,
+        depth: usize,
+    ) -> Vec<u8> {
         let mut nodes: Vec<Node> = std::vec![Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 1 }];
         let mut depths = std::vec![0usize];
         let mut i = 0;
@@ -254,11 +275,11 @@ pub(crate) mod tests {
     }
 
     /// Every leaf's exact box cost, by brute force over the boxes (`None` = forbidden).
-    fn brute_force(t: &Tree<'_>, s: &Schema, x: &[f32]) -> Vec<(u32, u16)> {
+    fn brute_force<const F: usize, const C: usize>(t: &Tree<'_>, s: &Schema<F, C>, x: &[f32]) -> Vec<(u32, u16)> {
         let q = s.default_query();
         let mut v: Vec<(u32, u16)> = (0..t.len() as u16)
             .filter_map(|i| match t.node(i) {
-                Some(Node::Leaf { entropy, .. }) => box_cost(s, &q, x, &Bounds::of(t, i), entropy).map(|c| (c, i)),
+                Some(Node::Leaf { entropy, .. }) => box_cost(s, &q, x, &Bounds::<C>::of(t, i), entropy).map(|c| (c, i)),
                 _ => None,
             })
             .collect();
@@ -289,6 +310,47 @@ pub(crate) mod tests {
             popped.sort();
             assert_eq!(popped, brute_force(&t, &s, &x), "seed {seed}: telescoped costs differ from box costs");
         }
+    }
+
+    /// The same oracle at the host's capacity, on schemas wider than a device holds: trees
+    /// split on columns past 253 (the wide record form) and the graph, search and realization
+    /// run on `Schema<256, 2048>` and `Bounds<2048>`.
+    #[test]
+    fn prop_host_profile_matches_the_oracle_on_wide_schemas() {
+        use crate::capacity::host::{COLUMNS, FEATURES, NODES};
+        let mut wide_splits = 0;
+        for seed in 0..100 {
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(5000 + seed);
+            let pad = 4 + below(&mut rng, 20) as usize;
+            let s: Schema<FEATURES, COLUMNS> = random_schema_in(&mut rng, pad);
+            assert!(s.columns() > 256);
+            let bytes = random_tree(&mut rng, &s, 63, 8);
+            let t = Tree::within::<NODES, COLUMNS>(&bytes, s.columns(), s.classes()).unwrap();
+            assert_eq!(Tree::new(&bytes, s.columns(), s.classes()).unwrap_err(), crate::tree::TreeError::Capacity);
+            wide_splits += (0..t.len() as u16)
+                .filter(|&i| matches!(t.node(i), Some(Node::Split { col, .. }) if col >= crate::tree::WIDE_COLUMN))
+                .count();
+            let x = random_point(&mut rng, &s);
+            let q = s.default_query();
+            let mut g: Graph<64> = Graph::new();
+            g.build(&t, &s, &q, &x).unwrap();
+            let mut search: Search<64> = Search::new();
+            search.start(&g).unwrap();
+            let mut popped = Vec::new();
+            let mut out = std::vec![0.0; x.len()];
+            while let Some(hit) = search.next_contrast(&g, Target::Not(u8::MAX)).unwrap() {
+                popped.push((hit.cost, hit.leaf));
+                counterfactual::realize(&s, &q, &t, hit.leaf, &x, &mut rng, &mut out)
+                    .unwrap_or_else(|e| panic!("seed {seed} leaf {}: {e}", hit.leaf));
+                assert!(Bounds::<COLUMNS>::of(&t, hit.leaf).contains(&out), "seed {seed}: outside its box");
+                assert!(counterfactual::check(&s, &q, &x, &out).is_ok(), "seed {seed}");
+            }
+            let costs: Vec<u32> = popped.iter().map(|p| p.0).collect();
+            assert!(costs.windows(2).all(|w| w[0] <= w[1]), "seed {seed}: pops not in cost order");
+            popped.sort();
+            assert_eq!(popped, brute_force(&t, &s, &x), "seed {seed}: telescoped costs differ from box costs");
+        }
+        assert!(wide_splits > 100, "the trees use wide columns: {wide_splits} splits");
     }
 
     #[test]
