@@ -11,13 +11,15 @@ use crate::blackbox::{BlackBox, ModelError};
 use crate::data::{Encoding, QueryError, Value};
 use crate::layers::Mlp;
 use crate::neighbors::Pool;
-use crate::profile::{Bounds, Graph, Query, Schema, Search};
+use crate::profile::{Bounds, Query, Schema};
 use crate::support::Support;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
 use cent_nostd::atlas::MARGIN_LADDER;
 use cent_nostd::counterfactual;
+use cent_nostd::graph::Graph;
 use cent_nostd::graph::SCALE;
 use cent_nostd::schema::{Kind, Mutability};
+use cent_nostd::search::Search;
 use cent_nostd::search::Target;
 use cent_nostd::tree::{NodeIdx, Tree};
 use rand_core::SeedableRng;
@@ -264,6 +266,10 @@ const FALLBACK_ATTEMPTS: usize = 16;
 /// Contrast leaves with a confirmed candidate that are ranked by plausibility (in path-cost
 /// order); later leaves are only used when these give fewer than `n` results.
 const RANKED_LEAVES: usize = 8;
+
+/// Node capacity of the graph and search for trees of the default size (the host's full
+/// capacity, [`crate::profile::NODES`], is used only for larger trees).
+const SMALL_TREE: usize = 255;
 
 /// Factors by which [`Explainer::sparsify`] carries the remaining moves further when it sets
 /// one changed feature back.
@@ -659,7 +665,12 @@ impl<'a> Explainer<'a> {
             built: 0,
             rejected: 0,
         };
-        let candidates = self.candidates(&tree, x, query, target, &fitted, &mut out)?;
+        // Scratch sized to the tree: a small tree does not pay for the host's largest graph.
+        let candidates = if tree.len() <= SMALL_TREE {
+            self.candidates::<SMALL_TREE>(&tree, x, query, target, &fitted, &mut out)?
+        } else {
+            self.candidates::<{ crate::profile::NODES }>(&tree, x, query, target, &fitted, &mut out)?
+        };
         self.verify(&tree, x, query, target, target_classes, candidates, &mut out)?;
         if out.counterfactuals.is_empty() {
             let reason = match (out.examined, out.built) {
@@ -777,7 +788,7 @@ impl<'a> Explainer<'a> {
     /// margin of [`MARGIN_LADDER`] (relative to the query's margin divisor), smallest move first;
     /// with [`Config::plausibility`] above 0, also the point halfway to the leaf's nearest
     /// target-class neighbour and that neighbour's values on the features the leaf requires.
-    fn candidates(
+    fn candidates<const N: usize>(
         &self,
         tree: &Tree<'_>,
         x: &[f32],
@@ -787,8 +798,10 @@ impl<'a> Explainer<'a> {
         out: &mut Explanation,
     ) -> Result<Vec<Candidate>, ExplainError> {
         let core = |e: &dyn std::fmt::Display| ExplainError::Core(e.to_string());
-        let mut graph: Box<Graph> = Box::default();
-        let mut search: Box<Search> = Box::default();
+        let mut graph: Box<Graph<N>> = Box::default();
+        let mut search: Box<Search<N>> = Box::default();
+        // The query at each margin of the ladder: one copy, its margin set per step.
+        let mut at_margin = query.clone();
         graph.build(tree, &self.schema, query, x).map_err(|e| core(&e))?;
         search.start(&graph).map_err(|e| core(&e))?;
         let cols = x.len();
@@ -812,8 +825,9 @@ impl<'a> Explainer<'a> {
             let mut boundary: Option<Vec<f32>> = None;
             let bounds = Bounds::of(tree, hit.leaf);
             for step in MARGIN_LADDER {
-                let q = Query { margin: query.margin * step, ..query.clone() };
-                if counterfactual::realize(&self.schema, &q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok()
+                at_margin.margin = query.margin * step;
+                let q = &at_margin;
+                if counterfactual::realize(&self.schema, q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok()
                     && self.supported(x, &bounds, &mut buf)
                 {
                     built = true;
