@@ -4,6 +4,7 @@
 pub mod artifacts;
 pub mod atlas;
 pub mod baselines;
+pub mod batch;
 pub mod blackbox;
 pub mod data;
 pub mod evaluate;

@@ -487,3 +487,55 @@ fn test_wide_user_data_explains_and_export_names_the_device_limit() {
     assert_fails_with(&export, &["104 encoded columns (the device holds at most 64)"]);
     assert!(!out.exists(), "no bundle is written");
 }
+
+/// `cent batch`: one JSON line per input row in input order, a bad row reported with its file
+/// and line while the others are explained, the same bytes for one thread and two, `--limit`.
+#[test]
+fn test_batch_streams_every_row_in_order_whatever_the_threads() {
+    let t = toy();
+    let mut rows = String::from("income,age,job\n");
+    for i in 0..40 {
+        rows.push_str(&format!("{},{},{}\n", i * 3 % 60, 20 + i % 40, ["clerk", "other", "manager"][i % 3]));
+    }
+    rows.push_str("12,31,astronaut\n");
+    rows.push_str("15,33,clerk\n");
+    let input = t.file("batch", "people.csv", &rows);
+    let out = |threads: &str| {
+        let path = input.with_file_name(format!("out-{threads}.jsonl"));
+        let o = t.run(
+            "batch",
+            &[
+                "--input",
+                input.to_str().unwrap(),
+                "--out",
+                path.to_str().unwrap(),
+                "--threads",
+                threads,
+                "--chunk",
+                "7",
+            ],
+        );
+        assert_no_panic(&o);
+        assert_eq!(o.status.code(), Some(1), "a bad row makes the exit code 1: {}", stderr(&o));
+        std::fs::read_to_string(&path).expect("the output file")
+    };
+    let (one, two) = (out("1"), out("2"));
+    assert_eq!(one, two, "the same bytes for any thread count");
+    let lines: Vec<serde_json::Value> = one.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    assert_eq!(lines.len(), 42);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l["line"], i + 2, "input order");
+    }
+    let bad = &lines[40];
+    let error = bad["error"].as_str().expect("the bad row's error");
+    assert!(error.contains("people.csv: line 42") && error.contains("astronaut"), "{error}");
+    assert!(
+        lines[41]["explanation"].is_object() || lines[41]["not_found"].is_string(),
+        "the row after it is explained"
+    );
+    assert!(lines.iter().any(|l| l["already_favourable"] == true), "managers are already favourable");
+    let limited = input.with_file_name("limited.jsonl");
+    let o = t.run("batch", &["--input", input.to_str().unwrap(), "--out", limited.to_str().unwrap(), "--limit", "5"]);
+    assert_no_panic(&o);
+    assert_eq!(std::fs::read_to_string(&limited).unwrap().lines().count(), 5);
+}

@@ -30,6 +30,16 @@ pub struct ExplainArgs {
     /// key is an error. A bad query is reported as an error entry; the others are explained.
     #[arg(long)]
     pub query: Option<PathBuf>,
+    #[command(flatten)]
+    pub recourse: RecourseArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// What a counterfactual must satisfy and how hard to look: shared by `explain` and `batch`.
+#[derive(Debug, Args)]
+pub struct RecourseArgs {
     /// Desired class (name or index); default: any class but the current one.
     #[arg(long)]
     pub desired: Option<String>,
@@ -75,9 +85,22 @@ pub struct ExplainArgs {
     /// Per-feature edit cost, FEATURE=WEIGHT (repeatable; default 1).
     #[arg(long)]
     pub cost: Vec<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+}
+
+impl RecourseArgs {
+    /// The explainer's settings; `seed` is the data options' `--seed`.
+    pub fn config(&self, seed: u64) -> Config {
+        Config {
+            k: self.k,
+            max_search: self.max_search,
+            n: self.n,
+            seed,
+            widen: self.widen,
+            plausibility: self.plausibility,
+            min_probability: self.min_probability,
+            ..Config::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -129,22 +152,13 @@ enum Outcome {
 }
 
 pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
-    check_counts(args)?;
+    check_counts(&args.recourse)?;
     let a = args.data.setup().load()?;
     let enc = &a.prepared.encoding;
-    let q = build_query(args, &a)?;
-    let desired = args.desired.as_deref().map(|d| class_index(enc, d)).transpose()?;
+    let q = build_query(&args.recourse, &a)?;
+    let desired = args.recourse.desired.as_deref().map(|d| class_index(enc, d)).transpose()?;
     let queries = queries(args, &a)?;
-    let config = Config {
-        k: args.k,
-        max_search: args.max_search,
-        n: args.n,
-        seed: args.data.seed,
-        widen: args.widen,
-        plausibility: args.plausibility,
-        min_probability: args.min_probability,
-        ..Config::default()
-    };
+    let config = args.recourse.config(args.data.seed);
     let model = a.black_box(args.data.onnx.as_deref())?;
     if let Some(path) = args.data.onnx.as_deref() {
         // The built-in model was judged at load; a user's model is judged here, on the same rows.
@@ -212,7 +226,7 @@ fn exit_code(errors: usize, not_found: usize) -> ExitCode {
 }
 
 /// `--n`, `--k` and `--max-search` of 0 ask for nothing.
-fn check_counts(args: &ExplainArgs) -> Result<()> {
+pub fn check_counts(args: &RecourseArgs) -> Result<()> {
     for (flag, value) in [("--n", args.n), ("--k", args.k), ("--max-search", args.max_search)] {
         if value == 0 {
             return Err(super::usage(format!("{flag} 0: must be at least 1")));
@@ -250,7 +264,7 @@ fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Result<Vec<
 }
 
 /// The schema's target column (a query file may carry it; it is ignored).
-fn target_column(data: &DataArgs) -> Option<String> {
+pub fn target_column(data: &DataArgs) -> Option<String> {
     let schema = match &data.schema {
         Some(path) => cent_host::data::Schema::from_file(path).ok()?,
         None => cent_host::data::builtin_schema(&data.dataset).ok()?,
@@ -260,7 +274,7 @@ fn target_column(data: &DataArgs) -> Option<String> {
 
 /// The schema's default constraints with the command line's overrides. A feature named in two
 /// of the lists, an unknown feature or a bad cost is a usage error.
-pub fn build_query(args: &ExplainArgs, a: &Artifacts) -> Result<Query> {
+pub fn build_query(args: &RecourseArgs, a: &Artifacts) -> Result<Query> {
     let enc = &a.prepared.encoding;
     let mut q = enc.to_core_schema().default_query();
     let lists = [
@@ -291,7 +305,7 @@ pub fn build_query(args: &ExplainArgs, a: &Artifacts) -> Result<Query> {
     Ok(q)
 }
 
-fn class_index(enc: &Encoding, text: &str) -> Result<usize> {
+pub fn class_index(enc: &Encoding, text: &str) -> Result<usize> {
     if let Some(i) = enc.classes().iter().position(|c| c == text) {
         return Ok(i);
     }

@@ -1,5 +1,5 @@
-//! Command-line interface: `cent train | explain | demo | fetch | evaluate | export | validate |
-//! text | images`.
+//! Command-line interface: `cent train | explain | batch | demo | fetch | evaluate | export |
+//! validate | text | images`.
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`cent ... |
 /// head`): use as `outln!(...)?;`. `main` ends quietly on [`StdoutClosed`].
@@ -19,6 +19,7 @@ macro_rules! out {
     };
 }
 
+mod batch_cmd;
 mod evaluate_cmd;
 mod explain_cmd;
 mod export_cmd;
@@ -140,6 +141,18 @@ enum Command {
     /// failed); 2 usage error; 3 no counterfactual exists for some query under these constraints.
     #[command(verbatim_doc_comment)]
     Explain(explain_cmd::ExplainArgs),
+    /// Explain every row of a CSV file: in parallel, streamed, results in input order
+    ///
+    /// Each row gets one JSON line: its counterfactuals, "already favourable", "not found" with
+    /// the reason, or "error" with the reason (a bad row does not stop the others). Memory holds
+    /// one chunk of rows (--chunk); the output is byte-identical for any --threads. A progress
+    /// bar with rows/s and ETA shows on a terminal; a summary ends the run. Exit code 1 when any
+    /// row had an error, 3 when any had no counterfactual, 0 otherwise.
+    ///
+    /// Examples:
+    ///   cent batch --dataset adult --input people.csv --out recourse.jsonl
+    ///   cent batch --schema loans.toml --input applicants.csv --out - --threads 2 --limit 1000
+    Batch(batch_cmd::BatchArgs),
     /// The one-command tour: on the embedded Adult data, train what is missing and explain a
     /// few refused applicants in plain language.
     Demo(DemoArgs),
@@ -320,6 +333,7 @@ pub fn run() -> Result<ExitCode> {
     match cli.command {
         Command::Train(args) => train(&args),
         Command::Explain(args) => explain_cmd::run(&args),
+        Command::Batch(args) => batch_cmd::run(&args),
         Command::Demo(args) => explain_cmd::demo(&args.data, args.count),
         Command::Fetch(args) => fetch(&args),
         Command::Text(args) => text_cmd::run(&args),

@@ -28,7 +28,7 @@ pub fn read(path: &Path, encoding: &Encoding, target: Option<&str>) -> Result<Ve
     Ok(rows.into_iter().map(|r| r.and_then(|r| parse_row(&r, encoding, target))).collect())
 }
 
-type Fields = Vec<(String, String)>;
+pub type Fields = Vec<(String, String)>;
 
 fn json_rows(text: &str, path: &Path) -> Result<Vec<Result<Fields>>> {
     let value: serde_json::Value =
@@ -84,7 +84,7 @@ fn csv_rows(text: &str, path: &Path) -> Result<Vec<Result<Fields>>> {
     Ok(rows)
 }
 
-fn parse_row(fields: &Fields, encoding: &Encoding, target: Option<&str>) -> Result<Vec<Value>> {
+pub fn parse_row(fields: &Fields, encoding: &Encoding, target: Option<&str>) -> Result<Vec<Value>> {
     let mut row: Vec<Option<Value>> = vec![None; encoding.n_features()];
     for (name, text) in fields {
         if Some(name.as_str()) == target {
