@@ -274,6 +274,24 @@ pub(crate) mod tests {
         bytes_of(&nodes)
     }
 
+    /// Every contrast leaf of `t` for `x` (any class), in the order the search pops them.
+    fn contrast_hits<const F: usize, const C: usize>(
+        t: &Tree<'_>,
+        s: &Schema<F, C>,
+        q: &Query<F, C>,
+        x: &[f32],
+    ) -> Vec<Hit> {
+        let mut g: Graph<64> = Graph::new();
+        g.build(t, s, q, x).unwrap();
+        let mut search: Search<64> = Search::new();
+        search.start(&g).unwrap();
+        let mut hits = Vec::new();
+        while let Some(hit) = search.next_contrast(&g, Target::Not(u8::MAX)).unwrap() {
+            hits.push(hit);
+        }
+        hits
+    }
+
     /// Every leaf's exact box cost, by brute force over the boxes (`None` = forbidden).
     fn brute_force<const F: usize, const C: usize>(t: &Tree<'_>, s: &Schema<F, C>, x: &[f32]) -> Vec<(u32, u16)> {
         let q = s.default_query();
@@ -332,13 +350,9 @@ pub(crate) mod tests {
                 .count();
             let x = random_point(&mut rng, &s);
             let q = s.default_query();
-            let mut g: Graph<64> = Graph::new();
-            g.build(&t, &s, &q, &x).unwrap();
-            let mut search: Search<64> = Search::new();
-            search.start(&g).unwrap();
             let mut popped = Vec::new();
             let mut out = std::vec![0.0; x.len()];
-            while let Some(hit) = search.next_contrast(&g, Target::Not(u8::MAX)).unwrap() {
+            for hit in contrast_hits(&t, &s, &q, &x) {
                 popped.push((hit.cost, hit.leaf));
                 counterfactual::realize(&s, &q, &t, hit.leaf, &x, &mut rng, &mut out)
                     .unwrap_or_else(|e| panic!("seed {seed} leaf {}: {e}", hit.leaf));
@@ -436,14 +450,7 @@ pub(crate) mod tests {
             let t = Tree::new(&bytes, s.columns(), s.classes()).unwrap();
             let x = random_point(&mut rng, &s);
             let q = s.default_query();
-            let mut g: Graph<64> = Graph::new();
-            g.build(&t, &s, &q, &x).unwrap();
-            let mut search: Search<64> = Search::new();
-            search.start(&g).unwrap();
-            let mut popped = Vec::new();
-            while let Some(hit) = search.next_contrast(&g, Target::Not(u8::MAX)).unwrap() {
-                popped.push(hit.leaf);
-            }
+            let popped: Vec<u16> = contrast_hits(&t, &s, &q, &x).iter().map(|h| h.leaf).collect();
             for leaf in (0..t.len() as u16).filter(|&i| t.node(i).is_some_and(|n| n.is_leaf())) {
                 let b = Bounds::of(&t, leaf);
                 let feasible = s
