@@ -15,7 +15,14 @@
 //! output is a sequence of maps, not a tensor): export scikit-learn models with skl2onnx
 //! `options={"zipmap": False}` (or `to_onnx(..., options={id(model): {"zipmap": False}})`).
 
+mod dense;
+mod forest;
+mod graph;
+
 use crate::blackbox::{BlackBox, ModelError};
+use crate::layers::Mlp;
+use forest::Forest;
+use rand_core::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
@@ -51,9 +58,42 @@ pub enum OnnxError {
 const ZIPMAP_HINT: &str = "; scikit-learn exports: pass options={\"zipmap\": False} to skl2onnx so that the \
                            probabilities are a plain tensor (tract has no ZipMap)";
 
+/// What computes a loaded model's probabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Runtime {
+    /// tract runs the graph.
+    Tract,
+    /// The graph is a stack of dense layers, run by cent's own [`Mlp`] (as the built-in MLP).
+    Dense { layers: usize },
+    /// The graph is one `TreeEnsembleClassifier`, walked by cent's own forest evaluator.
+    Forest { trees: usize },
+}
+
+impl std::fmt::Display for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Runtime::Tract => f.write_str("tract"),
+            Runtime::Dense { layers } => write!(f, "dense layers ({layers})"),
+            Runtime::Forest { trees } => write!(f, "tree ensemble ({trees} trees)"),
+        }
+    }
+}
+
+/// The model's evaluator.
+enum Engine {
+    Tract(std::sync::Arc<TypedRunnableModel>),
+    Dense(Mlp),
+    Forest(Forest),
+}
+
+/// Largest difference between tract's and cent's own probabilities on the probe rows for a
+/// graph cent recognises; beyond it tract keeps serving the model.
+const AGREEMENT: f32 = 1e-4;
+
 /// A loaded ONNX classifier.
 pub struct OnnxModel {
-    plan: std::sync::Arc<TypedRunnableModel>,
+    engine: Engine,
     path: PathBuf,
     output: String,
     inputs: usize,
@@ -67,6 +107,7 @@ impl std::fmt::Debug for OnnxModel {
             .field("output", &self.output)
             .field("inputs", &self.inputs)
             .field("classes", &self.classes)
+            .field("runtime", &self.runtime())
             .finish()
     }
 }
@@ -82,7 +123,26 @@ impl OnnxModel {
     pub fn load(path: &Path, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
         let bytes = std::fs::read(path).map_err(|source| OnnxError::Read { path: path.to_path_buf(), source })?;
         let parse = |e: TractError| OnnxError::Parse { path: path.to_path_buf(), message: chain(&e), hint: hint(&e) };
-        let mut model = tract_onnx::onnx().model_for_read(&mut bytes.as_slice()).map_err(parse)?;
+        let proto = tract_onnx::onnx().proto_model_for_read(&mut bytes.as_slice()).map_err(parse)?;
+        let native = proto.graph.as_ref().and_then(|g| native(&graph::Graph::new(g), n_cols, classes));
+        match (Self::load_tract(path, &proto, n_cols, classes), native) {
+            (Ok(tract), Some((engine, output))) => Ok(tract.replaced_by(engine, output)),
+            (Ok(tract), None) => Ok(tract),
+            // tract refuses some exports cent reads itself (a single `base_values` entry on a
+            // binary tree ensemble, as XGBoost and scikit-learn's gradient boosting write).
+            (Err(OnnxError::Parse { .. }), Some((engine, output))) => {
+                let loaded = OnnxModel { engine, path: path.to_path_buf(), output, inputs: n_cols, classes };
+                loaded.probe()?;
+                Ok(loaded)
+            }
+            (Err(e), _) => Err(e),
+        }
+    }
+
+    /// The graph planned by tract and probed.
+    fn load_tract(path: &Path, proto: &tract_onnx::pb::ModelProto, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
+        let parse = |e: TractError| OnnxError::Parse { path: path.to_path_buf(), message: chain(&e), hint: hint(&e) };
+        let mut model = tract_onnx::onnx().model_for_proto_model(proto).map_err(parse)?;
         if model.inputs.len() != 1 {
             return Err(OnnxError::Inputs { path: path.to_path_buf(), found: model.inputs.len(), n_cols });
         }
@@ -104,9 +164,31 @@ impl OnnxModel {
             let hint = hint(&e);
             if hint.is_empty() { shape(e) } else { parse(e) }
         })?;
-        let loaded = OnnxModel { plan, path: path.to_path_buf(), output: output.1, inputs: n_cols, classes };
+        let engine = Engine::Tract(plan);
+        let loaded = OnnxModel { engine, path: path.to_path_buf(), output: output.1, inputs: n_cols, classes };
         loaded.probe()?;
         Ok(loaded)
+    }
+
+    /// This model served by `engine` instead of tract when both agree on the probe rows
+    /// (within [`AGREEMENT`]); otherwise this model unchanged.
+    fn replaced_by(self, engine: Engine, output: String) -> Self {
+        let rows = probe_rows(self.inputs);
+        let candidate = OnnxModel { engine, path: self.path.clone(), output, inputs: self.inputs, classes: self.classes };
+        let agree = match (self.run(&rows), candidate.run(&rows)) {
+            (Ok(a), Ok(b)) => a.len() == b.len() && a.iter().zip(&b).all(|(p, q)| (p - q).abs() <= AGREEMENT),
+            _ => false,
+        };
+        if agree { candidate } else { self }
+    }
+
+    /// What computes this model's probabilities.
+    pub fn runtime(&self) -> Runtime {
+        match &self.engine {
+            Engine::Tract(_) => Runtime::Tract,
+            Engine::Dense(mlp) => Runtime::Dense { layers: mlp.layers.len() },
+            Engine::Forest(forest) => Runtime::Forest { trees: forest.trees() },
+        }
     }
 
     /// Name of the output read as probabilities.
@@ -140,11 +222,16 @@ impl OnnxModel {
         Ok(())
     }
 
-    /// One run of the plan on row-major `rows`.
+    /// The probabilities of row-major `rows`.
     fn run(&self, rows: &[f32]) -> TractResult<Vec<f32>> {
+        let plan = match &self.engine {
+            Engine::Tract(plan) => plan,
+            Engine::Dense(mlp) => return Ok(mlp.forward_batch(rows)),
+            Engine::Forest(forest) => return Ok(forest.probabilities(rows, self.inputs)),
+        };
         let n = rows.len() / self.inputs.max(1);
         let input = Tensor::from_shape(&[n, self.inputs], rows)?;
-        let result = self.plan.run(tvec!(input.into()))?;
+        let result = plan.run(tvec!(input.into()))?;
         let first = result.first().ok_or_else(|| TractError::msg("the model returned no output"))?;
         let view = first.cast_to::<f32>()?;
         Ok(view.to_plain_array_view::<f32>()?.iter().copied().collect())
@@ -173,6 +260,28 @@ impl BlackBox for OnnxModel {
             message: chain(&e),
         })
     }
+}
+
+/// cent's own evaluator for the graph, when it is one it recognises, and the output it reads.
+fn native(graph: &graph::Graph<'_>, n_cols: usize, classes: usize) -> Option<(Engine, String)> {
+    let names: Vec<&str> = graph.proto.output.iter().map(|o| o.name.as_str()).collect();
+    let output = names.iter().find(|n| n.to_ascii_lowercase().contains("prob")).or(names.first())?;
+    if let Some(mlp) = dense::from_graph(graph, output, n_cols, classes) {
+        return Some((Engine::Dense(mlp), output.to_string()));
+    }
+    let forest = Forest::from_graph(graph, output, n_cols, classes)?;
+    Some((Engine::Forest(forest), output.to_string()))
+}
+
+/// Rows compared between tract and cent's own evaluator: zeros, halves, ones and 61 seeded
+/// uniform rows.
+fn probe_rows(width: usize) -> Vec<f32> {
+    let mut rows = vec![0.0; width];
+    rows.extend(std::iter::repeat_n(0.5, width));
+    rows.extend(std::iter::repeat_n(1.0, width));
+    let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(0xCE47);
+    rows.extend((0..61 * width).map(|_| (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32));
+    rows
 }
 
 /// The output to read: the first whose name contains `prob`, else the only float output of
@@ -249,17 +358,87 @@ mod tests {
         a.len() == b.len() && a.iter().zip(b).all(|(p, q)| (p - q).abs() <= eps)
     }
 
+    /// tract's plan for a fixture, without cent's own evaluators.
+    fn tract(name: &str, n_cols: usize, classes: usize) -> Result<OnnxModel, OnnxError> {
+        let bytes = std::fs::read(fixture(name)).expect("fixture");
+        let proto = tract_onnx::onnx().proto_model_for_read(&mut bytes.as_slice()).expect("ONNX");
+        OnnxModel::load_tract(&fixture(name), &proto, n_cols, classes)
+    }
+
     #[test]
     fn test_committed_adult_mlp_matches_the_builtin_weights_on_test_rows() {
         let builtin = Model::load(&fixture("adult-mlp.json")).expect("committed weights load");
         let onnx = OnnxModel::load(&fixture("adult-mlp.onnx"), 47, 2).expect("committed model loads");
         assert_eq!(onnx.output_name(), "probabilities");
+        assert_eq!(onnx.runtime(), Runtime::Dense { layers: 3 });
+        let by_tract = tract("adult-mlp.onnx", 47, 2).expect("tract plans it");
+        assert_eq!(by_tract.runtime(), Runtime::Tract);
         let table = crate::data::load_adult().expect("embedded Adult");
         let prepared = crate::data::prepare(table, crate::data::TEST_FRACTION, 1).expect("prepares");
         let rows = &prepared.test.data[..500 * 47];
-        let (a, b) = (onnx.probabilities(rows).expect("runs"), builtin.probabilities(rows).expect("runs"));
-        assert!(close(&a, &b, 1e-5), "ONNX and built-in probabilities differ");
-        assert_eq!(onnx.predict(rows).expect("runs"), builtin.predict(rows).expect("runs"));
+        let b = builtin.probabilities(rows).expect("runs");
+        for model in [&onnx, &by_tract] {
+            let a = model.probabilities(rows).expect("runs");
+            assert!(close(&a, &b, 1e-5), "{}: ONNX and built-in probabilities differ", model.runtime());
+            assert_eq!(model.predict(rows).expect("runs"), builtin.predict(rows).expect("runs"));
+        }
+        // Served as layers, the export gives the built-in model's very bits.
+        assert_eq!(onnx.probabilities(rows).expect("runs"), b);
+    }
+
+    /// The 16 rows and each framework's probabilities stored beside the tree fixtures.
+    fn tree_expected() -> serde_json::Value {
+        let text = std::fs::read_to_string(fixture("trees-expected.json")).expect("data/onnx/trees-expected.json");
+        serde_json::from_str(&text).expect("json")
+    }
+
+    fn flat(v: &serde_json::Value) -> Vec<f32> {
+        let rows = v.as_array().expect("rows");
+        assert!(!rows.is_empty(), "no rows in the fixture");
+        rows.iter().flat_map(|r| r.as_array().expect("row").clone()).map(|x| x.as_f64().expect("number") as f32).collect()
+    }
+
+    const TREE_MODELS: [&str; 4] = ["lightgbm", "xgboost", "skl-rf", "skl-gb"];
+
+    #[test]
+    fn test_tree_ensembles_match_their_frameworks() {
+        let expected = tree_expected();
+        let rows = flat(&expected["rows"]);
+        assert_eq!(rows.len(), 16 * 8);
+        for name in TREE_MODELS {
+            let model = OnnxModel::load(&fixture(&format!("{name}.onnx")), 8, 2).expect("tree ensemble loads");
+            assert!(matches!(model.runtime(), Runtime::Forest { trees: 1..=20 }), "{name}: {}", model.runtime());
+            let p = model.probabilities(&rows).expect("runs");
+            assert!(close(&p, &flat(&expected[name]), 1e-5), "{name}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn test_tract_matches_the_frameworks_on_the_tree_ensembles_it_loads() {
+        let expected = tree_expected();
+        let rows = flat(&expected["rows"]);
+        for name in ["lightgbm", "skl-rf"] {
+            let model = tract(&format!("{name}.onnx"), 8, 2).expect("tract plans it");
+            let p = model.probabilities(&rows).expect("runs");
+            assert!(close(&p, &flat(&expected[name]), 1e-5), "{name}: {p:?}");
+        }
+        // XGBoost and scikit-learn's gradient boosting write one `base_values` entry for two
+        // classes, which tract refuses; cent's own evaluator reads them (above).
+        for name in ["xgboost", "skl-gb"] {
+            let err = tract(&format!("{name}.onnx"), 8, 2).expect_err("tract wants one base value per class");
+            assert!(err.to_string().contains("base_values"), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn test_dense_graphs_are_served_as_layers_and_others_by_tract() {
+        let (rows, lr, mlp) = expected();
+        let model = OnnxModel::load(&fixture("skl-mlp.onnx"), 5, 2).expect("loads");
+        assert_eq!(model.runtime(), Runtime::Dense { layers: 3 }, "a sigmoid head is a two-way softmax");
+        assert!(close(&model.probabilities(&rows).expect("runs"), &mlp, 1e-5));
+        let model = OnnxModel::load(&fixture("skl-lr.onnx"), 5, 2).expect("loads");
+        assert_eq!(model.runtime(), Runtime::Tract);
+        assert!(close(&model.probabilities(&rows).expect("runs"), &lr, 1e-5));
     }
 
     #[test]
