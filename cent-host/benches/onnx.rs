@@ -6,16 +6,17 @@
 //! pool and the benchmarked rows before it times anything. The VAE and the split come from the
 //! cache (trained on first use).
 //!
-//! `CENT_BENCH_ONNX=a.onnx,b.onnx` adds further ONNX models for Adult's 47 encoded columns,
-//! e.g. the 100-tree LightGBM of `scripts/make_onnx.py --adult-lightgbm` (README, "Bring your
-//! own model").
+//! `tract-*` runs the same files with tract as the runtime (`OnnxModel::load_tract`), for
+//! comparison. `CENT_BENCH_ONNX=a.onnx,b.onnx` adds further ONNX models for Adult's 47 encoded
+//! columns, each both ways, e.g. the 100-tree LightGBM of `scripts/make_onnx.py
+//! --adult-lightgbm` (README, "Bring your own model").
 //!
 //! Run with the dev profile: `cargo bench -p cent-host --profile dev --bench onnx`
 
 use cent_host::artifacts::{Setup, Source};
 use cent_host::blackbox::{BlackBox, Model, ModelKind};
 use cent_host::explain::{Config, Explainer};
-use cent_host::onnx::OnnxModel;
+use cent_host::onnx::{OnnxModel, Runtime};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -41,17 +42,27 @@ fn bench(c: &mut Criterion) {
     let (n_cols, classes) = (enc.n_cols(), enc.classes().len());
     let builtin = Model::load(&fixture("adult-mlp.json")).expect("data/onnx/adult-mlp.json");
     let onnx = OnnxModel::load(&fixture("adult-mlp.onnx"), n_cols, classes).expect("data/onnx/adult-mlp.onnx");
+    assert!(matches!(onnx.runtime(), Runtime::Dense { .. }), "adult-mlp.onnx: {}", onnx.runtime());
     let queries = &a.prepared.test.data[..ROWS * n_cols];
     for rows in [&a.prepared.train.data[..], queries] {
         let diff = max_difference(&builtin, &onnx, rows);
         assert!(diff <= 1e-5, "adult-mlp.onnx is not adult-mlp.json: probabilities differ by {diff}");
     }
-    let mut models: Vec<(String, Box<dyn BlackBox>)> =
-        vec![("builtin-mlp".into(), Box::new(builtin)), ("onnx-mlp".into(), Box::new(onnx))];
+    let by_tract = OnnxModel::load_tract(&fixture("adult-mlp.onnx"), n_cols, classes).expect("tract plans it");
+    let mut models: Vec<(String, Box<dyn BlackBox>)> = vec![
+        ("builtin-mlp".into(), Box::new(builtin)),
+        ("onnx-mlp".into(), Box::new(onnx)),
+        ("tract-mlp".into(), Box::new(by_tract)),
+    ];
     for path in std::env::var("CENT_BENCH_ONNX").unwrap_or_default().split(',').filter(|p| !p.is_empty()) {
-        let model = OnnxModel::load(Path::new(path), n_cols, classes).expect("CENT_BENCH_ONNX model loads");
-        let name = Path::new(path).file_stem().map_or(path.into(), |s| s.to_string_lossy().into_owned());
+        let path = Path::new(path);
+        let name = path.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned());
+        let model = OnnxModel::load(path, n_cols, classes).expect("CENT_BENCH_ONNX model loads");
+        let by_tract = OnnxModel::load_tract(path, n_cols, classes).expect("tract plans it");
+        let diff = max_difference(&model, &by_tract, queries);
+        assert!(diff <= 1e-4, "{name}: {} and tract differ by {diff}", model.runtime());
         models.push((format!("onnx-{name}"), Box::new(model)));
+        models.push((format!("tract-{name}"), Box::new(by_tract)));
     }
     let query = enc.to_core_schema().default_query();
     for (name, model) in &models {

@@ -66,6 +66,8 @@ pub(super) struct Forest {
     votes_of: Vec<(u32, u32)>,
     /// (class, weight) of every leaf, leaf by leaf.
     votes: Vec<(u32, f32)>,
+    /// Per node: the sum of its votes (the one score of the binary layout; 0 for a branch).
+    leaf_value: Vec<f32>,
     /// Per tree: the root node and the depth (steps from the root to the deepest leaf).
     trees: Vec<(u32, u32)>,
     n_features: usize,
@@ -126,6 +128,7 @@ impl Forest {
             nan_true: Vec::new(),
             votes_of: Vec::new(),
             votes: Vec::new(),
+            leaf_value: Vec::new(),
             trees: Vec::new(),
             n_features: 0,
             scores,
@@ -136,6 +139,7 @@ impl Forest {
         let keys = forest.lay_out(&raw)?;
         forest.add_votes(node, scores, &keys)?;
         forest.depths()?;
+        forest.leaf_value = forest.votes_of.iter().map(|&(a, b)| forest.votes[a as usize..b as usize].iter().map(|v| v.1).sum()).collect();
         Some(forest)
     }
 
@@ -236,32 +240,54 @@ impl Forest {
     pub(super) fn probabilities(&self, rows: &[f32], width: usize) -> Vec<f32> {
         let n = rows.len() / width.max(1);
         let mut sums = vec![0.0f32; n * self.scores];
-        let mut start = 0;
-        while start < n {
-            let lanes = LANES.min(n - start);
-            for &(root, depth) in &self.trees {
-                let mut at = [root; LANES];
-                for _ in 0..depth {
-                    for (l, at) in at.iter_mut().enumerate().take(lanes) {
-                        let node = self.nodes[*at as usize];
-                        let x = rows[(start + l) * width + node.feature as usize];
-                        *at = node.child[usize::from(!self.goes_true(&node, *at as usize, x))];
-                    }
-                }
-                for (l, &node) in at.iter().enumerate().take(lanes) {
-                    let (from, to) = self.votes_of[node as usize];
-                    for &(class, weight) in &self.votes[from as usize..to as usize] {
-                        sums[(start + l) * self.scores + class as usize] += weight;
-                    }
-                }
+        let blocks = rows[..n * width].chunks(LANES * width).zip(sums.chunks_mut(LANES * self.scores));
+        for (block, out) in blocks {
+            if block.iter().any(|x| x.is_nan()) {
+                self.walk(block, width, out, |node, n, x| self.goes_true(node, n, x));
+                continue;
             }
-            start += lanes;
+            match self.rule {
+                Rule::Leq => self.walk(block, width, out, |node, _, x| x <= node.threshold),
+                Rule::Lt => self.walk(block, width, out, |node, _, x| x < node.threshold),
+                Rule::Gte => self.walk(block, width, out, |node, _, x| x >= node.threshold),
+                Rule::Gt => self.walk(block, width, out, |node, _, x| x > node.threshold),
+            }
         }
         sums.chunks_exact(self.scores).flat_map(|s| self.finish(s)).collect()
     }
 
-    /// Whether `x` takes `node`'s (number `n`) `true` branch.
-    #[inline]
+    /// Adds every tree's leaf weights for the (at most [`LANES`]) rows of `block` into `out`;
+    /// `goes_true(node, index, x)` is the branch test.
+    #[inline(always)]
+    fn walk(&self, block: &[f32], width: usize, out: &mut [f32], goes_true: impl Fn(&Node, usize, f32) -> bool) {
+        let lanes = block.len() / width;
+        // Lanes past the block's rows walk its last row again; their leaves are not added.
+        let base: [usize; LANES] = std::array::from_fn(|l| l.min(lanes - 1) * width);
+        for &(root, depth) in &self.trees {
+            let mut at = [root as usize; LANES];
+            for _ in 0..depth {
+                for (a, b) in at.iter_mut().zip(&base) {
+                    let node = &self.nodes[*a];
+                    let x = block[b + node.feature as usize];
+                    *a = node.child[usize::from(!goes_true(node, *a, x))] as usize;
+                }
+            }
+            if self.scores == 1 {
+                for (o, &a) in out.iter_mut().zip(&at) {
+                    *o += self.leaf_value[a];
+                }
+                continue;
+            }
+            for (l, &a) in at.iter().enumerate().take(lanes) {
+                let (from, to) = self.votes_of[a];
+                for &(class, weight) in &self.votes[from as usize..to as usize] {
+                    out[l * self.scores + class as usize] += weight;
+                }
+            }
+        }
+    }
+
+    /// Whether `x` takes `node`'s (number `n`) `true` branch, missing values included.
     fn goes_true(&self, node: &Node, n: usize, x: f32) -> bool {
         let t = node.threshold;
         if x.is_nan() {

@@ -24,6 +24,7 @@ use crate::layers::Mlp;
 use forest::Forest;
 use rand_core::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 use tract_onnx::tract_hir::internal::DimLike;
@@ -82,7 +83,7 @@ impl std::fmt::Display for Runtime {
 
 /// The model's evaluator.
 enum Engine {
-    Tract(std::sync::Arc<TypedRunnableModel>),
+    Tract(Worker),
     Dense(Mlp),
     Forest(Forest),
 }
@@ -121,11 +122,27 @@ impl OnnxModel {
     /// operator (with the skl2onnx advice), input count or width, no probability output, class
     /// count, rows that do not sum to 1.
     pub fn load(path: &Path, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
+        apart(path, n_cols, || Self::load_here(path, n_cols, classes, Runtimes::Any))
+    }
+
+    /// As [`OnnxModel::load`], but tract serves the graph even when cent recognises it: for
+    /// comparing the two and measuring tract.
+    ///
+    /// # Errors
+    /// As [`OnnxModel::load`].
+    pub fn load_tract(path: &Path, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
+        apart(path, n_cols, || Self::load_here(path, n_cols, classes, Runtimes::TractOnly))
+    }
+
+    fn load_here(path: &Path, n_cols: usize, classes: usize, runtimes: Runtimes) -> Result<Self, OnnxError> {
         let bytes = std::fs::read(path).map_err(|source| OnnxError::Read { path: path.to_path_buf(), source })?;
         let parse = |e: TractError| OnnxError::Parse { path: path.to_path_buf(), message: chain(&e), hint: hint(&e) };
         let proto = tract_onnx::onnx().proto_model_for_read(&mut bytes.as_slice()).map_err(parse)?;
-        let native = proto.graph.as_ref().and_then(|g| native(&graph::Graph::new(g), n_cols, classes));
-        match (Self::load_tract(path, &proto, n_cols, classes), native) {
+        let native = match runtimes {
+            Runtimes::Any => proto.graph.as_ref().and_then(|g| native(&graph::Graph::new(g), n_cols, classes)),
+            Runtimes::TractOnly => None,
+        };
+        match (Self::planned(path, &proto, n_cols, classes), native) {
             (Ok(tract), Some((engine, output))) => Ok(tract.replaced_by(engine, output)),
             (Ok(tract), None) => Ok(tract),
             // tract refuses some exports cent reads itself (a single `base_values` entry on a
@@ -140,7 +157,7 @@ impl OnnxModel {
     }
 
     /// The graph planned by tract and probed.
-    fn load_tract(path: &Path, proto: &tract_onnx::pb::ModelProto, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
+    fn planned(path: &Path, proto: &tract_onnx::pb::ModelProto, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
         let parse = |e: TractError| OnnxError::Parse { path: path.to_path_buf(), message: chain(&e), hint: hint(&e) };
         let mut model = tract_onnx::onnx().model_for_proto_model(proto).map_err(parse)?;
         if model.inputs.len() != 1 {
@@ -164,7 +181,9 @@ impl OnnxModel {
             let hint = hint(&e);
             if hint.is_empty() { shape(e) } else { parse(e) }
         })?;
-        let engine = Engine::Tract(plan);
+        let worker = Worker::start(plan, n_cols)
+            .map_err(|e| OnnxError::Shape { path: path.to_path_buf(), n_cols, message: e.to_string() })?;
+        let engine = Engine::Tract(worker);
         let loaded = OnnxModel { engine, path: path.to_path_buf(), output: output.1, inputs: n_cols, classes };
         loaded.probe()?;
         Ok(loaded)
@@ -224,18 +243,82 @@ impl OnnxModel {
 
     /// The probabilities of row-major `rows`.
     fn run(&self, rows: &[f32]) -> TractResult<Vec<f32>> {
-        let plan = match &self.engine {
-            Engine::Tract(plan) => plan,
-            Engine::Dense(mlp) => return Ok(mlp.forward_batch(rows)),
-            Engine::Forest(forest) => return Ok(forest.probabilities(rows, self.inputs)),
-        };
-        let n = rows.len() / self.inputs.max(1);
-        let input = Tensor::from_shape(&[n, self.inputs], rows)?;
-        let result = plan.run(tvec!(input.into()))?;
-        let first = result.first().ok_or_else(|| TractError::msg("the model returned no output"))?;
-        let view = first.cast_to::<f32>()?;
-        Ok(view.to_plain_array_view::<f32>()?.iter().copied().collect())
+        match &self.engine {
+            Engine::Tract(worker) => worker.run(rows),
+            Engine::Dense(mlp) => Ok(mlp.forward_batch(rows)),
+            Engine::Forest(forest) => Ok(forest.probabilities(rows, self.inputs)),
+        }
     }
+}
+
+/// Which evaluators a load may pick.
+#[derive(Debug, Clone, Copy)]
+enum Runtimes {
+    Any,
+    TractOnly,
+}
+
+/// Runs `load` on a thread of its own (see [`Worker`]: the caller's thread never executes
+/// tract's kernels); a panic in tract while planning or probing becomes an error.
+fn apart(
+    path: &Path,
+    n_cols: usize,
+    load: impl FnOnce() -> Result<OnnxModel, OnnxError> + Send,
+) -> Result<OnnxModel, OnnxError> {
+    std::thread::scope(|s| s.spawn(load).join()).unwrap_or_else(|_| {
+        let message = "the runtime failed while loading the model".to_string();
+        Err(OnnxError::Shape { path: path.to_path_buf(), n_cols, message })
+    })
+}
+
+/// A request to the tract thread: row-major rows, and where to send their probabilities.
+type Job = (Vec<f32>, mpsc::SyncSender<TractResult<Vec<f32>>>);
+
+/// tract's plan, run on a thread of its own.
+///
+/// tract's x86-64 kernels (assembly and inline assembly) return with the upper halves of the
+/// vector registers still in use, without `vzeroupper`. The plain SSE code that runs after
+/// them on the same thread — the whole explainer — then runs several times slower until
+/// something clears that state (measured: an Adult query 1.5 ms instead of 0.7 ms, the
+/// neighbour search six times slower). On its own thread tract leaves the caller's registers
+/// alone, for the cost of handing each batch over (microseconds).
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Worker {
+    /// Starts the thread; it ends when the worker is dropped.
+    fn start(plan: std::sync::Arc<TypedRunnableModel>, n_cols: usize) -> std::io::Result<Worker> {
+        let (jobs, requests) = mpsc::channel::<Job>();
+        std::thread::Builder::new().name("cent-tract".into()).spawn(move || {
+            for (rows, reply) in requests {
+                // tract asserts (panics) on some inputs it does not check while planning.
+                let run = std::panic::AssertUnwindSafe(|| run_plan(&plan, &rows, n_cols));
+                let out = std::panic::catch_unwind(run).unwrap_or_else(|_| Err(TractError::msg("tract panicked")));
+                // The caller may have gone; nothing to do then.
+                let _ = reply.send(out);
+            }
+        })?;
+        Ok(Worker { jobs })
+    }
+
+    /// The plan's output for `rows`, computed on the worker's thread.
+    fn run(&self, rows: &[f32]) -> TractResult<Vec<f32>> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let stopped = || TractError::msg("the tract thread has stopped");
+        self.jobs.send((rows.to_vec(), reply)).map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())?
+    }
+}
+
+/// One run of `plan` on row-major `rows` of `n_cols` columns.
+fn run_plan(plan: &std::sync::Arc<TypedRunnableModel>, rows: &[f32], n_cols: usize) -> TractResult<Vec<f32>> {
+    let n = rows.len() / n_cols.max(1);
+    let input = Tensor::from_shape(&[n, n_cols], rows)?;
+    let result = plan.run(tvec!(input.into()))?;
+    let first = result.first().ok_or_else(|| TractError::msg("the model returned no output"))?;
+    let view = first.cast_to::<f32>()?;
+    Ok(view.to_plain_array_view::<f32>()?.iter().copied().collect())
 }
 
 impl BlackBox for OnnxModel {
@@ -360,9 +443,7 @@ mod tests {
 
     /// tract's plan for a fixture, without cent's own evaluators.
     fn tract(name: &str, n_cols: usize, classes: usize) -> Result<OnnxModel, OnnxError> {
-        let bytes = std::fs::read(fixture(name)).expect("fixture");
-        let proto = tract_onnx::onnx().proto_model_for_read(&mut bytes.as_slice()).expect("ONNX");
-        OnnxModel::load_tract(&fixture(name), &proto, n_cols, classes)
+        OnnxModel::load_tract(&fixture(name), n_cols, classes)
     }
 
     #[test]
