@@ -105,7 +105,8 @@ impl Forest {
     }
 
     fn from_node(node: &NodeProto, classes: usize) -> Option<Forest> {
-        let labels = graph::ints(node, "classlabels_int64s").len().max(graph::strings(node, "classlabels_strings").len());
+        let labels =
+            graph::ints(node, "classlabels_int64s").len().max(graph::strings(node, "classlabels_strings").len());
         let raw = raw_nodes(node)?;
         let rule = single_rule(node)?;
         let transform = match graph::string(node, "post_transform").unwrap_or("NONE") {
@@ -118,7 +119,7 @@ impl Forest {
         let binary = labels == 2 && class_ids.iter().all(|&c| c == 0);
         let scores = if binary { 1 } else { labels };
         let base = graph::floats_attr(node, "base_values").to_vec();
-        let base_ok = base.is_empty() || base.len() == scores || (binary && base.len() == 2);
+        let base_ok = base.is_empty() || base.len() == scores;
         if labels != classes || !base_ok || (binary && transform == Transform::Softmax) {
             return None;
         }
@@ -139,7 +140,11 @@ impl Forest {
         let keys = forest.lay_out(&raw)?;
         forest.add_votes(node, scores, &keys)?;
         forest.depths()?;
-        forest.leaf_value = forest.votes_of.iter().map(|&(a, b)| forest.votes[a as usize..b as usize].iter().map(|v| v.1).sum()).collect();
+        forest.leaf_value = forest
+            .votes_of
+            .iter()
+            .map(|&(a, b)| forest.votes[a as usize..b as usize].iter().map(|v| v.1).sum())
+            .collect();
         Some(forest)
     }
 
@@ -310,7 +315,8 @@ impl Forest {
                 _ => vec![1.0 - s, s],
             };
         }
-        let mut p: Vec<f32> = sums.iter().enumerate().map(|(c, s)| s + self.base.get(c).copied().unwrap_or(0.0)).collect();
+        let mut p: Vec<f32> =
+            sums.iter().enumerate().map(|(c, s)| s + self.base.get(c).copied().unwrap_or(0.0)).collect();
         match self.transform {
             Transform::None => {}
             Transform::Logistic => p.iter_mut().for_each(|v| *v = sigmoid(*v)),

@@ -157,7 +157,12 @@ impl OnnxModel {
     }
 
     /// The graph planned by tract and probed.
-    fn planned(path: &Path, proto: &tract_onnx::pb::ModelProto, n_cols: usize, classes: usize) -> Result<Self, OnnxError> {
+    fn planned(
+        path: &Path,
+        proto: &tract_onnx::pb::ModelProto,
+        n_cols: usize,
+        classes: usize,
+    ) -> Result<Self, OnnxError> {
         let parse = |e: TractError| OnnxError::Parse { path: path.to_path_buf(), message: chain(&e), hint: hint(&e) };
         let mut model = tract_onnx::onnx().model_for_proto_model(proto).map_err(parse)?;
         if model.inputs.len() != 1 {
@@ -181,8 +186,11 @@ impl OnnxModel {
             let hint = hint(&e);
             if hint.is_empty() { shape(e) } else { parse(e) }
         })?;
-        let worker = Worker::start(plan, n_cols)
-            .map_err(|e| OnnxError::Shape { path: path.to_path_buf(), n_cols, message: e.to_string() })?;
+        let worker = Worker::start(plan, n_cols).map_err(|e| OnnxError::Shape {
+            path: path.to_path_buf(),
+            n_cols,
+            message: e.to_string(),
+        })?;
         let engine = Engine::Tract(worker);
         let loaded = OnnxModel { engine, path: path.to_path_buf(), output: output.1, inputs: n_cols, classes };
         loaded.probe()?;
@@ -193,7 +201,8 @@ impl OnnxModel {
     /// (within [`AGREEMENT`]); otherwise this model unchanged.
     fn replaced_by(self, engine: Engine, output: String) -> Self {
         let rows = probe_rows(self.inputs);
-        let candidate = OnnxModel { engine, path: self.path.clone(), output, inputs: self.inputs, classes: self.classes };
+        let candidate =
+            OnnxModel { engine, path: self.path.clone(), output, inputs: self.inputs, classes: self.classes };
         let agree = match (self.run(&rows), candidate.run(&rows)) {
             (Ok(a), Ok(b)) => a.len() == b.len() && a.iter().zip(&b).all(|(p, q)| (p - q).abs() <= AGREEMENT),
             _ => false,
@@ -476,7 +485,10 @@ mod tests {
     fn flat(v: &serde_json::Value) -> Vec<f32> {
         let rows = v.as_array().expect("rows");
         assert!(!rows.is_empty(), "no rows in the fixture");
-        rows.iter().flat_map(|r| r.as_array().expect("row").clone()).map(|x| x.as_f64().expect("number") as f32).collect()
+        rows.iter()
+            .flat_map(|r| r.as_array().expect("row").clone())
+            .map(|x| x.as_f64().expect("number") as f32)
+            .collect()
     }
 
     const TREE_MODELS: [&str; 4] = ["lightgbm", "xgboost", "skl-rf", "skl-gb"];
