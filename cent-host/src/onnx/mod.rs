@@ -1,5 +1,8 @@
-//! Bring-your-own model: an ONNX classifier served by `tract` (pure Rust) behind
-//! [`BlackBox`] (design §7).
+//! Bring-your-own model: an ONNX classifier behind [`BlackBox`] (design §7), loaded and
+//! checked by `tract` (pure Rust). Two kinds of graph run on cent's own code, at the speed of
+//! the built-in models: a stack of dense layers (`dense`, served by [`Mlp`]) and a single
+//! `TreeEnsembleClassifier` (`forest`), each checked against tract on probe rows when tract runs it;
+//! tract runs every other graph, on a thread of its own ([`Runtime`]).
 //!
 //! The model takes one `float32` input of shape `[batch, n_cols]` whose columns follow the
 //! schema's encoded column order (`Encoding::column_names`), and must have one output holding
@@ -11,7 +14,9 @@
 //!
 //! Operator coverage: standard ONNX operators as far as tract implements them (`Gemm`,
 //! `MatMul`, `Add`, `Relu`, `Sigmoid`, `Softmax`, …) and, of the `ai.onnx.ml` domain,
-//! `LinearClassifier`, `Normalizer` and `ArrayFeatureExtractor`. tract has no `ZipMap` (its
+//! `LinearClassifier`, `Normalizer`, `ArrayFeatureExtractor` and `TreeEnsembleClassifier`
+//! (with one `base_values` entry per class; cent's forest also reads the single entry XGBoost
+//! and scikit-learn's gradient boosting write for two classes). tract has no `ZipMap` (its
 //! output is a sequence of maps, not a tensor): export scikit-learn models with skl2onnx
 //! `options={"zipmap": False}` (or `to_onnx(..., options={id(model): {"zipmap": False}})`).
 
