@@ -17,6 +17,23 @@ The scikit-learn fixtures that pin which skl2onnx exports cent can load (needs
 `pip install scikit-learn skl2onnx`; written deterministically from a seeded toy problem):
 
     python3 scripts/make_onnx.py --sklearn data/onnx
+
+The tree-ensemble fixtures: LightGBM and XGBoost classifiers (onnxmltools) and scikit-learn's
+RandomForestClassifier and GradientBoostingClassifier (skl2onnx, zipmap off), 20 trees of depth 4
+at most, on a seeded 8-column problem written beside them as a dataset (trees.csv, trees.toml),
+with each framework's own probabilities for 16 of its rows (trees-expected.json):
+
+    python3 scripts/make_onnx.py --trees data/onnx
+
+A 100-tree, depth-6 LightGBM on Adult's 47 encoded columns, for latency measurements (not
+committed; the encoding follows data/schemas/adult.toml: integers min-max scaled over all rows,
+which for Adult are the training split's ranges too, one-hot categories in schema order):
+
+    python3 scripts/make_onnx.py --adult-lightgbm /tmp/adult-lightgbm.onnx
+
+Versions these files were made with (python3 -m venv /tmp/ens-venv, then pip install):
+onnx==1.23.2 scikit-learn==1.9.1 skl2onnx==1.20.0 lightgbm==4.7.0 xgboost==3.2.0
+onnxmltools==1.16.0 numpy==2.4.6 packaging (onnxmltools imports it without declaring it).
 """
 
 import json
@@ -103,9 +120,155 @@ def sklearn_fixtures(out_dir):
     print(f"wrote {', '.join(exports)} and skl-expected.json into {out_dir}")
 
 
+TREE_COLUMNS = 8
+TREE_OPSETS = {"": 15, "ai.onnx.ml": 3}
+
+
+def tree_problem(n_rows=400):
+    """A seeded binary problem on 8 columns in [0, 1] (3 decimals, exact in float32 and CSV)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    x = np.round(rng.random((n_rows, TREE_COLUMNS)), 3).astype(np.float32)
+    score = x[:, 0] + 0.5 * x[:, 1] - x[:, 2] + 0.3 * np.sin(6 * x[:, 3]) + 0.2 * (x[:, 4] > 0.5)
+    y = (score > 0.25).astype(np.int64)
+    return x, y
+
+
+def tree_models(x, y, trees=20, depth=4):
+    """The four ensembles, fitted, with their ONNX exports (probabilities as a plain tensor)."""
+    import lightgbm
+    import xgboost
+    from onnxmltools import convert_lightgbm, convert_xgboost
+    from onnxmltools.convert.common.data_types import FloatTensorType
+    from skl2onnx import to_onnx
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    fitted = {
+        "lightgbm": lightgbm.LGBMClassifier(
+            n_estimators=trees, max_depth=depth, num_leaves=2**depth - 1, random_state=0, verbose=-1
+        ).fit(x, y),
+        "xgboost": xgboost.XGBClassifier(n_estimators=trees, max_depth=depth, random_state=0).fit(x, y),
+        "skl-rf": RandomForestClassifier(n_estimators=trees, max_depth=depth, random_state=0).fit(x, y),
+        "skl-gb": GradientBoostingClassifier(n_estimators=trees, max_depth=depth, random_state=0).fit(x, y),
+    }
+    typed = [("input", FloatTensorType([None, x.shape[1]]))]
+    plain = {"zipmap": False}
+    exports = {
+        "lightgbm": convert_lightgbm(fitted["lightgbm"], initial_types=typed, zipmap=False, target_opset=15),
+        "xgboost": convert_xgboost(fitted["xgboost"], initial_types=typed, target_opset=15),
+        "skl-rf": to_onnx(fitted["skl-rf"], x[:1], options=plain, target_opset=TREE_OPSETS),
+        "skl-gb": to_onnx(fitted["skl-gb"], x[:1], options=plain, target_opset=TREE_OPSETS),
+    }
+    return fitted, exports
+
+
+TREES_SCHEMA = """# A seeded synthetic binary problem on 8 columns in [0, 1] (scripts/make_onnx.py --trees), the
+# data the tree-ensemble test models in this directory were fitted on. With `range = [0, 1]`
+# the encoded columns are the raw values, so the models read the rows as cent encodes them.
+name = "trees"
+description = "synthetic: 8 columns in [0, 1], binary target"
+
+[[source]]
+file = "trees.csv"
+
+[csv]
+header = true
+
+[target]
+column = "y"
+favourable = "yes"
+classes = [{ name = "no", values = ["0"] }, { name = "yes", values = ["1"] }]
+"""
+
+
+def tree_fixtures(out_dir):
+    """The four small ensembles, their data as a cent dataset, and the frameworks' probabilities."""
+    import numpy as np
+
+    x, y = tree_problem()
+    fitted, exports = tree_models(x, y)
+    for name, model in exports.items():
+        onnx.save(model, f"{out_dir}/{name}.onnx")
+    with open(f"{out_dir}/trees.csv", "w", encoding="utf-8") as f:
+        f.write(",".join(f"x{i}" for i in range(TREE_COLUMNS)) + ",y\n")
+        for row, label in zip(x, y):
+            f.write(",".join(f"{v:.3f}" for v in row) + f",{label}\n")
+    with open(f"{out_dir}/trees.toml", "w", encoding="utf-8") as f:
+        f.write(TREES_SCHEMA)
+        for i in range(TREE_COLUMNS):
+            f.write(f'\n[[feature]]\nname = "x{i}"\nkind = "continuous"\nrange = [0.0, 1.0]\n')
+    rows = x[:16]
+    expected = {"rows": rows.tolist()}
+    for name, model in fitted.items():
+        expected[name] = model.predict_proba(rows).astype(np.float32).tolist()
+    with open(f"{out_dir}/trees-expected.json", "w", encoding="utf-8") as f:
+        json.dump(expected, f, indent=1)
+    print(f"wrote {', '.join(exports)} (.onnx), trees.csv, trees.toml and trees-expected.json into {out_dir}")
+
+
+def adult_encoded():
+    """Adult's rows encoded as cent encodes them (data/schemas/adult.toml), and the labels."""
+    import gzip
+    import os
+    import tomllib
+
+    import numpy as np
+
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+    with open(os.path.join(here, "schemas", "adult.toml"), "rb") as f:
+        schema = tomllib.load(f)
+    names = schema["csv"]["names"]
+    rows = []
+    for source in schema["source"]:
+        with gzip.open(os.path.join(here, "adult", source["file"] + ".gz"), "rt", encoding="utf-8") as f:
+            lines = f.read().splitlines()[source.get("skip_lines", 0):]
+        for line in lines:
+            fields = [v.strip() for v in line.split(",")]
+            if len(fields) == len(names) and "?" not in fields:
+                rows.append(dict(zip(names, fields)))
+    target = schema["target"]
+    label = {v: i for i, c in enumerate(target["classes"]) for v in c["values"]}
+    y = np.array([label[r[target["column"]]] for r in rows], dtype=np.int64)
+    columns = []
+    for feat in schema["feature"]:
+        values = [r[feat["name"]] for r in rows]
+        if feat["kind"] in ("integer", "continuous"):
+            v = np.array(values, dtype=np.float64)
+            lo, hi = feat.get("range", (v.min(), v.max()))
+            columns.append(((v - lo) / (hi - lo)).astype(np.float32))
+        elif feat["kind"] == "binary":
+            columns.append(np.array([feat["categories"].index(v) for v in values], dtype=np.float32))
+        else:
+            cats, other = feat["categories"], feat.get("other")
+            index = [cats.index(v) if v in cats else cats.index(other) for v in values]
+            for c in range(len(cats)):
+                columns.append(np.array([i == c for i in index], dtype=np.float32))
+    return np.stack(columns, axis=1), y
+
+
+def adult_lightgbm(out):
+    """A 100-tree, depth-6 LightGBM on Adult's encoded columns, exported without ZipMap."""
+    import lightgbm
+    from onnxmltools import convert_lightgbm
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    x, y = adult_encoded()
+    model = lightgbm.LGBMClassifier(n_estimators=100, max_depth=6, num_leaves=63, random_state=0, verbose=-1).fit(x, y)
+    typed = [("input", FloatTensorType([None, x.shape[1]]))]
+    onnx.save(convert_lightgbm(model, initial_types=typed, zipmap=False, target_opset=15), out)
+    print(f"wrote {out}: 100 trees of depth 6 on {x.shape[0]} rows x {x.shape[1]} columns")
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "--sklearn":
         sklearn_fixtures(argv[2])
+        return
+    if len(argv) == 3 and argv[1] == "--trees":
+        tree_fixtures(argv[2])
+        return
+    if len(argv) == 3 and argv[1] == "--adult-lightgbm":
+        adult_lightgbm(argv[2])
         return
     if len(argv) != 3:
         raise SystemExit(__doc__)

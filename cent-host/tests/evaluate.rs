@@ -118,3 +118,28 @@ fn test_bad_sweep_is_a_usage_error_naming_the_value() {
         assert!(stderr(&o).contains(needle), "--sweep {value}: {}", stderr(&o));
     }
 }
+
+/// Each tree ensemble in `data/onnx` (LightGBM, XGBoost, scikit-learn's random forest and
+/// gradient boosting, exported to ONNX) drives `cent evaluate` on the dataset it was fitted on
+/// (`data/onnx/trees.toml`), and what CEnt finds flips that model's decision.
+#[test]
+fn test_onnx_tree_ensembles_drive_evaluate_on_their_dataset() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/onnx");
+    let schema = fixtures.join("trees.toml");
+    assert!(fixtures.join("trees.csv").is_file(), "missing data/onnx/trees.csv");
+    let cache = dir("evaluate-trees").join("cache");
+    for name in ["lightgbm", "xgboost", "skl-rf", "skl-gb"] {
+        let model = fixtures.join(format!("{name}.onnx"));
+        assert!(model.is_file(), "missing {}", model.display());
+        let (schema, model) = (schema.display().to_string(), model.display().to_string());
+        let args = ["evaluate", "--schema", &schema, "--onnx", &model, "--method", "cent", "--factuals", "10"];
+        let o = cent(&[&args[..], &["--sweep", "none", "--format", "json"]].concat(), &cache);
+        assert_no_panic(&o);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        assert_eq!(v["model"], "onnx");
+        let summary = &v["methods"][0]["summary"];
+        assert!(summary["found"].as_u64().expect("found") >= 8, "{name}: {summary}");
+        assert_eq!(summary["flip_rate"].as_f64(), Some(1.0), "{name}: {summary}");
+    }
+}
