@@ -4,7 +4,10 @@
 //! or the binary head skl2onnx writes (`Sigmoid`, `Sub(1, p)`, `Concat([1 − p, p])`); below it
 //! dense layers, each a `Gemm` (`transA = 0`) or a `MatMul` and an `Add` with constant
 //! weights and bias, with an optional `Relu` between them. `Identity`, a `Cast` to float and a
-//! `Mul` by 1 are skipped. Anything else is not a dense stack, and tract serves the graph.
+//! `Mul` by 1 are skipped. Also recognised: a single `LinearClassifier` node (skl2onnx's
+//! logistic regression), one dense layer: `post_transform = LOGISTIC` on a binary model with
+//! one row of coefficients (`[1 − σ(s), σ(s)]`) or two mirrored ones (`[σ(−s), σ(s)]`, what
+//! skl2onnx writes), or `SOFTMAX` with one row per class. Anything else is not a dense stack, and tract serves the graph.
 
 use super::graph::{self, Graph};
 use crate::layers::{Activation, Dense, Mlp};
@@ -12,6 +15,9 @@ use crate::layers::{Activation, Dense, Mlp};
 /// The graph's dense layers, from the input to `output`, when it is such a stack taking
 /// `n_cols` columns to `classes` probabilities.
 pub(super) fn from_graph(graph: &Graph<'_>, output: &str, n_cols: usize, classes: usize) -> Option<Mlp> {
+    if let Some(mlp) = linear_classifier(graph, output, n_cols, classes) {
+        return Some(mlp);
+    }
     let input = graph.input()?;
     let (mut layers, mut value) = head(graph, output)?;
     let mut activation = Activation::Identity;
@@ -48,6 +54,54 @@ pub(super) fn from_graph(graph: &Graph<'_>, output: &str, n_cols: usize, classes
     let mlp = Mlp { layers };
     let chained = mlp.layers.windows(2).all(|w| w[0].outputs == w[1].inputs);
     (chained && mlp.outputs() == classes).then_some(mlp)
+}
+
+/// A `LinearClassifier` reading the graph's input and writing `output` (its second output, the
+/// scores), as one layer under a softmax.
+fn linear_classifier(graph: &Graph<'_>, output: &str, n_cols: usize, classes: usize) -> Option<Mlp> {
+    let (node, 1) = graph.producer(graph::unwrap_passthrough(graph, output))? else { return None };
+    if node.op_type != "LinearClassifier" || graph::unwrap_passthrough(graph, node.input.first()?) != graph.input()? {
+        return None;
+    }
+    let weights = graph::floats_attr(node, "coefficients").to_vec();
+    let rows = weights.len() / n_cols.max(1);
+    if rows == 0 || rows * n_cols != weights.len() {
+        return None;
+    }
+    let bias = match graph::floats_attr(node, "intercepts") {
+        [] => vec![0.0; rows],
+        b if b.len() == rows => b.to_vec(),
+        _ => return None,
+    };
+    let logistic = graph::string(node, "post_transform") == Some("LOGISTIC");
+    let mut layer = match rows {
+        // One score `s` per row: `[1 − σ(s), σ(s)]`.
+        1 if logistic && classes == 2 => {
+            widen_sigmoid(Dense { inputs: n_cols, outputs: 1, weights, bias, activation: Activation::Identity })?
+        }
+        // skl2onnx's binary form: scores `[−s, s]`, each through the logistic function.
+        2 if logistic && classes == 2 => {
+            let (neg, pos) = weights.split_at(n_cols);
+            let mirrored = neg.iter().zip(pos).all(|(a, b)| *a == -*b) && bias[0] == -bias[1];
+            if !mirrored {
+                return None;
+            }
+            let one = Dense {
+                inputs: n_cols,
+                outputs: 1,
+                weights: pos.to_vec(),
+                bias: vec![bias[1]],
+                activation: Activation::Identity,
+            };
+            widen_sigmoid(one)?
+        }
+        r if r == classes && graph::string(node, "post_transform") == Some("SOFTMAX") => {
+            Dense { inputs: n_cols, outputs: rows, weights, bias, activation: Activation::Identity }
+        }
+        _ => return None,
+    };
+    layer.activation = Activation::Softmax;
+    Some(Mlp { layers: vec![layer] })
 }
 
 /// The output head: the layers it already implies (a sigmoid head becomes a two-way softmax

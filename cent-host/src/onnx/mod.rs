@@ -535,8 +535,11 @@ mod tests {
         assert_eq!(model.runtime(), Runtime::Dense { layers: 3 }, "a sigmoid head is a two-way softmax");
         assert!(close(&model.probabilities(&rows).expect("runs"), &mlp, 1e-5));
         let model = OnnxModel::load(&fixture("skl-lr.onnx"), 5, 2).expect("loads");
-        assert_eq!(model.runtime(), Runtime::Tract);
+        assert_eq!(model.runtime(), Runtime::Dense { layers: 1 }, "a LinearClassifier is one layer");
         assert!(close(&model.probabilities(&rows).expect("runs"), &lr, 1e-5));
+        let by_tract = OnnxModel::load_tract(&fixture("skl-lr.onnx"), 5, 2).expect("loads");
+        assert_eq!(by_tract.runtime(), Runtime::Tract);
+        assert!(close(&by_tract.probabilities(&rows).expect("runs"), &lr, 1e-5));
     }
 
     #[test]
