@@ -152,6 +152,7 @@ enum Command {
     /// Examples:
     ///   cent batch --dataset adult --input people.csv --out recourse.jsonl
     ///   cent batch --schema loans.toml --input applicants.csv --out - --threads 2 --limit 1000
+    #[command(verbatim_doc_comment)]
     Batch(batch_cmd::BatchArgs),
     /// The one-command tour: on the embedded Adult data, train what is missing and explain a
     /// few refused applicants in plain language.
