@@ -1,19 +1,28 @@
 //! Recourse for many rows at once.
 //!
 //! [`run`] takes rows from an iterator in chunks, explains each chunk in parallel on a thread
-//! pool of its own, and hands every row's [`Outcome`] to a sink in input order. Memory holds one
-//! chunk of rows and results, whatever the input's size; each row's explanation depends only on
-//! the row and the explainer's seed, so the output is the same for any number of threads. A row
-//! that cannot be read or explained gets an [`Outcome::Error`] with its reason; the others go on.
+//! pool of its own, and hands every row's [`Outcome`] to a [`Sink`] in input order, then tells
+//! it the chunk is done (the moment to flush: a run stopped at any point leaves whole chunks).
+//! Memory holds one chunk of rows and results, whatever the input's size; each row's
+//! explanation depends only on the row and the explainer's seed, so the output is the same for
+//! any number of threads. A row that cannot be read or explained gets an [`Outcome::Error`]
+//! with its reason; the others go on.
 //!
 //! ```no_run
 //! # fn demo(explainer: &cent_host::explain::Explainer<'_>, model: &dyn cent_host::blackbox::BlackBox,
 //! #         encoding: &cent_host::data::Encoding, rows: Vec<Vec<f32>>) -> Result<(), cent_host::batch::BatchError> {
-//! use cent_host::batch::{run, Options, Row};
+//! use cent_host::batch::{run, Options, Outcome, Row, Sink};
+//! struct Count(usize);
+//! impl Sink for Count {
+//!     fn row(&mut self, _: &Row, outcome: &Outcome) -> std::io::Result<()> {
+//!         self.0 += usize::from(matches!(outcome, Outcome::Explained { .. }));
+//!         Ok(())
+//!     }
+//! }
 //! let query = encoding.to_core_schema().default_query();
 //! let rows = rows.into_iter().enumerate().map(|(i, x)| Row { line: i + 2, x: Ok(x) });
 //! let options = Options { threads: 2, chunk: 256, desired: None };
-//! let summary = run(explainer, model, encoding, &query, &options, rows, &mut |_, _| Ok(()), &mut |_| {})?;
+//! let summary = run(explainer, model, encoding, &query, &options, rows, &mut Count(0))?;
 //! println!("{} rows, {} explained", summary.rows, summary.explained);
 //! # Ok(()) }
 //! ```
@@ -95,6 +104,24 @@ impl Summary {
     }
 }
 
+/// Where a batch's results go, in input order.
+pub trait Sink {
+    /// One row and its outcome.
+    ///
+    /// # Errors
+    /// Any I/O error stops the batch ([`BatchError::Sink`]).
+    fn row(&mut self, row: &Row, outcome: &Outcome) -> std::io::Result<()>;
+
+    /// Every row up to `done` (a count) has been handed over: flush, report progress.
+    ///
+    /// # Errors
+    /// Any I/O error stops the batch ([`BatchError::Sink`]).
+    fn chunk_done(&mut self, done: usize) -> std::io::Result<()> {
+        let _ = done;
+        Ok(())
+    }
+}
+
 /// Why a batch stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -106,12 +133,11 @@ pub enum BatchError {
 }
 
 /// Explains every row of `rows` under `query` and hands each row with its outcome to `sink`, in
-/// input order; `progress` receives the number of rows done after each chunk.
+/// input order, with [`Sink::chunk_done`] after each chunk.
 ///
 /// # Errors
 /// [`BatchError::Threads`] when the pool cannot start, [`BatchError::Sink`] when `sink` fails
 /// (the rows before it were delivered). A row's own failure is its [`Outcome::Error`].
-#[allow(clippy::too_many_arguments)] // The explainer, its model and query, and the two callbacks.
 pub fn run(
     explainer: &Explainer<'_>,
     model: &dyn BlackBox,
@@ -119,8 +145,7 @@ pub fn run(
     query: &Query,
     options: &Options,
     rows: impl Iterator<Item = Row>,
-    sink: &mut dyn FnMut(&Row, &Outcome) -> std::io::Result<()>,
-    progress: &mut dyn FnMut(usize),
+    sink: &mut dyn Sink,
 ) -> Result<Summary, BatchError> {
     let start = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new()
@@ -136,9 +161,10 @@ pub fn run(
             pool.install(|| batch.par_iter().map(|row| one(explainer, model, encoding, query, options, row)).collect());
         for (row, outcome) in batch.iter().zip(&outcomes) {
             summary.count(outcome);
-            sink(row, outcome).map_err(|error| BatchError::Sink { line: row.line, error })?;
+            sink.row(row, outcome).map_err(|error| BatchError::Sink { line: row.line, error })?;
         }
-        progress(summary.rows);
+        let last = batch.last().map_or(0, |r| r.line);
+        sink.chunk_done(summary.rows).map_err(|error| BatchError::Sink { line: last, error })?;
     }
     summary.seconds = start.elapsed().as_secs_f64();
     Ok(summary)

@@ -539,3 +539,42 @@ fn test_batch_streams_every_row_in_order_whatever_the_threads() {
     assert_no_panic(&o);
     assert_eq!(std::fs::read_to_string(&limited).unwrap().lines().count(), 5);
 }
+
+/// A `cent batch` killed mid-run leaves whole JSON lines of whole chunks: the rows before the
+/// kill, in order, each complete.
+#[test]
+fn test_killed_batch_leaves_whole_lines_of_whole_chunks() {
+    let t = toy();
+    let mut rows = String::from("income,age,job\n");
+    for i in 0..20_000 {
+        rows.push_str(&format!("{},{},{}\n", i * 7 % 60, 20 + i % 40, ["clerk", "other"][i % 2]));
+    }
+    let input = t.file("killed", "people.csv", &rows);
+    let out = input.with_file_name("killed.jsonl");
+    let data = t.data_args();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cent"))
+        .arg("batch")
+        .args(&data)
+        .args(["--input", input.to_str().unwrap(), "--out", out.to_str().unwrap(), "--chunk", "3", "--threads", "1"])
+        .args(["--cache", t.cache.to_str().unwrap(), "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cent batch starts");
+    let lines_now = || std::fs::read_to_string(&out).map(|s| s.lines().count()).unwrap_or(0);
+    let started = std::time::Instant::now();
+    while lines_now() < 30 && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("kill");
+    let status = child.wait().expect("wait");
+    assert!(!status.success(), "killed before the end (20,000 rows)");
+    let text = std::fs::read_to_string(&out).expect("the partial output");
+    assert!(text.ends_with('\n'), "no line is cut");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 30 && lines.len().is_multiple_of(3), "whole chunks of 3: {} lines", lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(l).expect("a whole JSON line");
+        assert_eq!(v["line"], i + 2, "in input order");
+    }
+}

@@ -3,13 +3,13 @@
 use super::explain_cmd::{RecourseArgs, build_query, check_counts, class_index, target_column};
 use super::{DataArgs, query};
 use anyhow::{Context, Result};
-use cent_host::batch::{self, Options, Outcome, Row};
+use cent_host::batch::{self, Options, Outcome, Row, Sink};
 use cent_host::explain::{ClassOut, Explainer, Explanation};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -107,11 +107,10 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     let total = count_lines(&args.input)?.min(args.limit.unwrap_or(usize::MAX));
     let rows = rows.take(args.limit.unwrap_or(usize::MAX));
 
-    let mut out: Box<dyn Write> = if args.out == Path::new("-") {
-        Box::new(BufWriter::new(std::io::stdout().lock()))
+    let out: Box<dyn Write> = if args.out == Path::new("-") {
+        Box::new(std::io::stdout().lock())
     } else {
-        let file = File::create(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-        Box::new(BufWriter::new(file))
+        Box::new(File::create(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?)
     };
     let bar = if args.data.quiet { ProgressBar::hidden() } else { ProgressBar::new(total as u64) };
     bar.set_style(
@@ -121,16 +120,10 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         .context("progress bar template")?,
     );
     let options = Options { threads: args.threads, chunk: args.chunk, desired };
-    let mut sink = |row: &Row, outcome: &Outcome| -> std::io::Result<()> {
-        serde_json::to_writer(&mut out, &Line::of(row, outcome))?;
-        out.write_all(b"\n")
-    };
-    let summary = batch::run(&explainer, model.as_ref(), enc, &q, &options, rows, &mut sink, &mut |done| {
-        bar.set_position(done as u64)
-    })?;
+    let mut sink = JsonLines { out, pending: Vec::new(), bar: &bar };
+    let summary = batch::run(&explainer, model.as_ref(), enc, &q, &options, rows, &mut sink)?;
     bar.finish_and_clear();
-    out.flush().with_context(|| format!("cannot write {}", args.out.display()))?;
-    drop(out);
+    drop(sink);
     if !args.data.quiet {
         eprintln!(
             "{} rows in {:.1} s ({:.0} rows/s, {} threads): {} explained, {} already favourable, {} not found, {} errors",
@@ -154,6 +147,30 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The output: a chunk's lines are gathered and written at once, then flushed, so a run
+/// stopped at any point leaves whole lines of whole chunks.
+struct JsonLines<'a> {
+    out: Box<dyn Write + 'a>,
+    pending: Vec<u8>,
+    bar: &'a ProgressBar,
+}
+
+impl Sink for JsonLines<'_> {
+    fn row(&mut self, row: &Row, outcome: &Outcome) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.pending, &Line::of(row, outcome))?;
+        self.pending.push(b'\n');
+        Ok(())
+    }
+
+    fn chunk_done(&mut self, done: usize) -> std::io::Result<()> {
+        self.out.write_all(&self.pending)?;
+        self.out.flush()?;
+        self.pending.clear();
+        self.bar.set_position(done as u64);
+        Ok(())
+    }
 }
 
 /// Data lines of a CSV file (its lines but the header), for the progress bar's length.
