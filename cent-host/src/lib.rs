@@ -3,6 +3,7 @@
 
 pub mod artifacts;
 pub mod atlas;
+pub mod audit;
 pub mod baselines;
 pub mod batch;
 pub mod blackbox;

@@ -578,3 +578,49 @@ fn test_killed_batch_leaves_whole_lines_of_whole_chunks() {
         assert_eq!(v["line"], i + 2, "in input order");
     }
 }
+
+/// `cent audit` over `cent batch`'s output: per group, people and refused people agree with a
+/// count of the input and of the batch's lines.
+#[test]
+fn test_audit_counts_match_the_batch() {
+    let t = toy();
+    let mut rows = String::from("income,age,job\n");
+    for i in 0..30 {
+        rows.push_str(&format!("{},{},{}\n", i * 11 % 100, 20 + i % 40, ["clerk", "manager", "other"][i % 3]));
+    }
+    let input = t.file("audit", "people.csv", &rows);
+    let results = input.with_file_name("results.jsonl");
+    let o = t.run("batch", &["--input", input.to_str().unwrap(), "--out", results.to_str().unwrap()]);
+    assert_no_panic(&o);
+    let out_dir = input.with_file_name("audit");
+    let audit = |by: &str| {
+        Command::new(env!("CARGO_BIN_EXE_cent"))
+            .args(["audit", "--results", results.to_str().unwrap(), "--input", input.to_str().unwrap()])
+            .args(["--by", by, "--out", out_dir.to_str().unwrap()])
+            .output()
+            .expect("cent audit runs")
+    };
+    let o = audit("job");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("audit.json")).unwrap()).expect("audit.json");
+    assert_eq!(report["people"], 30);
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for (k, job) in ["clerk", "manager", "other"].iter().enumerate() {
+        let g = report["groups"].as_array().unwrap().iter().find(|g| g["value"] == *job).expect("a group per job");
+        let mine: Vec<&serde_json::Value> =
+            lines.iter().enumerate().filter(|(i, _)| i % 3 == k).map(|(_, l)| l).collect();
+        let refused = mine.iter().filter(|l| l["already_favourable"] != true).count();
+        let with = mine.iter().filter(|l| l["explanation"]["counterfactuals"][0].is_object()).count();
+        assert_eq!(
+            (g["people"].as_u64(), g["refused"].as_u64(), g["with_recourse"].as_u64()),
+            (Some(10), Some(refused as u64), Some(with as u64)),
+            "{job}"
+        );
+    }
+    let md = std::fs::read_to_string(out_dir.join("audit.md")).unwrap();
+    assert!(md.contains("## job") && md.contains("Gap between groups"), "{md}");
+    let o = audit("colour");
+    assert!(!o.status.success() && stderr(&o).contains("no column `colour`"), "{}", stderr(&o));
+}

@@ -1,5 +1,5 @@
-//! Command-line interface: `cent train | explain | batch | demo | fetch | evaluate | export |
-//! validate | text | images`.
+//! Command-line interface: `cent train | explain | batch | audit | demo | fetch | evaluate |
+//! export | validate | text | images`.
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`cent ... |
 /// head`): use as `outln!(...)?;`. `main` ends quietly on [`StdoutClosed`].
@@ -19,6 +19,7 @@ macro_rules! out {
     };
 }
 
+mod audit_cmd;
 mod batch_cmd;
 mod evaluate_cmd;
 mod explain_cmd;
@@ -154,6 +155,18 @@ enum Command {
     ///   cent batch --schema loans.toml --input applicants.csv --out - --threads 2 --limit 1000
     #[command(verbatim_doc_comment)]
     Batch(batch_cmd::BatchArgs),
+    /// Recourse by group over a batch's results: the burden of recourse an auditor asks about
+    ///
+    /// Per value of each --by column of the batch's input: people, refused, refused with any
+    /// counterfactual and their share, and the median cost, changed features and target
+    /// probability of the best answer; then the gap between the best and worst served group.
+    /// Writes audit.md and audit.json into --out. Rows the batch could not read are left out.
+    ///
+    /// Example:
+    ///   cent batch --dataset adult --input people.csv --out recourse.jsonl
+    ///   cent audit --results recourse.jsonl --input people.csv --by sex,race --out audit/
+    #[command(verbatim_doc_comment)]
+    Audit(audit_cmd::AuditArgs),
     /// The one-command tour: on the embedded Adult data, train what is missing and explain a
     /// few refused applicants in plain language.
     Demo(DemoArgs),
@@ -335,6 +348,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Train(args) => train(&args),
         Command::Explain(args) => explain_cmd::run(&args),
         Command::Batch(args) => batch_cmd::run(&args),
+        Command::Audit(args) => audit_cmd::run(&args),
         Command::Demo(args) => explain_cmd::demo(&args.data, args.count),
         Command::Fetch(args) => fetch(&args),
         Command::Text(args) => text_cmd::run(&args),
