@@ -166,6 +166,60 @@ impl Report {
     }
 }
 
+impl Report {
+    /// An SVG bar chart of each group's median cost of recourse (labelled with its share of
+    /// refused people with recourse), groups of one feature together.
+    ///
+    /// # Errors
+    /// The drawing backend's error, as text.
+    pub fn plot(&self, path: &std::path::Path) -> Result<(), String> {
+        use plotters::prelude::*;
+        let bars: Vec<(String, f64, String)> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let share = g
+                    .recourse_share
+                    .map_or_else(|| "no one refused".to_string(), |s| format!("{:.0} % with recourse", s * 100.0));
+                (format!("{}={}", g.feature, g.value), g.median_cost.unwrap_or(0.0), share)
+            })
+            .collect();
+        let n = bars.len().max(1);
+        let x_max = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-3) * 2.2;
+        let root = SVGBackend::new(path, (760, 80 + 28 * n as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("median cost of recourse by group", ("sans-serif", 20))
+            .margin(16)
+            .x_label_area_size(36)
+            .y_label_area_size(8)
+            .build_cartesian_2d(0.0..x_max, 0.0..n as f64)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("median cost of the best answer (refused people with recourse)")
+            .disable_y_mesh()
+            .y_labels(0)
+            .light_line_style(WHITE)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let label = ("sans-serif", 12).into_font();
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, (_, cost, _))| {
+                let y = i as f64;
+                Rectangle::new([(0.0, y + 0.2), (*cost, y + 0.8)], BLUE.mix(0.6).filled())
+            }))
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, (name, cost, share))| {
+                EmptyElement::at((*cost, i as f64 + 0.5))
+                    + Text::new(format!("{name}: {cost:.3} · {share}"), (6, -6), label.clone())
+            }))
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

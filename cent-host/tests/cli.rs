@@ -621,6 +621,8 @@ fn test_audit_counts_match_the_batch() {
     }
     let md = std::fs::read_to_string(out_dir.join("audit.md")).unwrap();
     assert!(md.contains("## job") && md.contains("Gap between groups"), "{md}");
+    let svg = std::fs::read_to_string(out_dir.join("audit.svg")).expect("audit.svg");
+    assert!(svg.starts_with("<svg") && svg.contains("job=clerk"), "the plot names the groups");
     let o = audit("colour");
     assert!(!o.status.success() && stderr(&o).contains("no column `colour`"), "{}", stderr(&o));
 }

@@ -19,7 +19,7 @@ pub struct AuditArgs {
     /// Columns of the input to group by (comma-separated), e.g. `--by sex,race`.
     #[arg(long, value_delimiter = ',', required = true)]
     pub by: Vec<String>,
-    /// Folder for `audit.md` and `audit.json` (created if missing).
+    /// Folder for `audit.md`, `audit.json` and `audit.svg` (created if missing).
     #[arg(long)]
     pub out: PathBuf,
 }
@@ -58,7 +58,9 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     let json = args.out.join("audit.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
-    outln!("wrote {} and {} ({} people)", md.display(), json.display(), report.people)?;
+    let svg = args.out.join("audit.svg");
+    report.plot(&svg).map_err(|e| anyhow::anyhow!("cannot draw {}: {e}", svg.display()))?;
+    outln!("wrote {}, {} and {} ({} people)", md.display(), json.display(), svg.display(), report.people)?;
     Ok(ExitCode::SUCCESS)
 }
 
