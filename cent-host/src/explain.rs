@@ -16,11 +16,9 @@ use crate::support::Support;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
 use cent_nostd::atlas::MARGIN_LADDER;
 use cent_nostd::counterfactual;
-use cent_nostd::graph::Graph;
-use cent_nostd::graph::SCALE;
+use cent_nostd::graph::{Graph, SCALE};
 use cent_nostd::schema::{Kind, Mutability};
-use cent_nostd::search::Search;
-use cent_nostd::search::Target;
+use cent_nostd::search::{Search, Target};
 use cent_nostd::tree::{NodeIdx, Tree};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -549,13 +547,14 @@ impl<'a> Explainer<'a> {
     /// Makes a confirmed, pruned `row` sparser when it can be: for each changed feature, the
     /// point with that feature set back and the remaining numeric changes carried further (each
     /// remaining move scaled by a factor of [`PUSH_LADDER`], clipped to the feature's range and
-    /// snapped to observed values) is tried, all in one batched call. The confirmed point of
-    /// least move cost replaces `row` (then pruned again), until no feature can go. A change
-    /// that is only there to lift the probability to [`Config::min_probability`] is traded for
-    /// a longer move of the others. With [`Config::plausibility`] above 0 the sparser point must
-    /// also score better than `row` by the ranking's objective (move cost against the agreement
-    /// of its latent neighbours, [`Explainer::agreement`]): fewer changes are not bought with a
-    /// point much further from people of the target class.
+    /// snapped to observed values) is tried, all in one batched call. Among the confirmed,
+    /// strictly sparser points, the best replaces `row` (then pruned again), until none is
+    /// left: at [`Config::plausibility`] 0 the one of least move cost; above 0 the one that
+    /// scores best by the ranking's objective (move cost against the agreement of its latent
+    /// neighbours, [`Explainer::agreement`]), and only when it scores better than `row`, so that
+    /// fewer changes are not bought with a point much further from people of the target class.
+    /// A change that is only there to lift the probability to [`Config::min_probability`] is
+    /// traded for a longer move of the others.
     #[allow(clippy::too_many_arguments)] // The query's resolved setting and the point it improves.
     fn sparsify(
         &self,
