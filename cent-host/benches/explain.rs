@@ -13,13 +13,7 @@ use std::hint::black_box;
 fn bench(c: &mut Criterion) {
     let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache");
     for kind in [ModelKind::Lr, ModelKind::Mlp] {
-        let setup = Setup {
-            source: Source::Builtin("adult".into()),
-            model: kind,
-            cache: cache.clone(),
-            seed: 1,
-            progress: true,
-        };
+        let setup = Setup { source: Source::Builtin("adult".into()), model: kind, cache: cache.clone(), seed: 1 };
         let a = setup.load().expect("adult artifacts");
         let enc = &a.prepared.encoding;
         let query = enc.to_core_schema().default_query();

@@ -11,9 +11,9 @@
 
 use crate::blackbox::{self, BlackBox, ModelKind, Scores, TrainConfig};
 use crate::data::{self, Prepared, Table};
+use crate::progress::{Progress, Silent};
 use crate::train::{self, CacheKey, FileError};
 use crate::vae::{self, Vae, VaeConfig};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use thiserror::Error;
@@ -37,8 +37,6 @@ pub struct Setup {
     pub cache: PathBuf,
     /// Seed of the split and of training.
     pub seed: u64,
-    /// Show progress bars and messages on stderr.
-    pub progress: bool,
 }
 
 #[derive(Debug, Error)]
@@ -206,6 +204,14 @@ impl Setup {
     /// [`ArtifactError`] naming the file, row or setting at fault; [`ArtifactError::OneClass`]
     /// when the rows hold a single class.
     pub fn load(&self) -> Result<Artifacts, ArtifactError> {
+        self.load_with(&Silent)
+    }
+
+    /// [`Setup::load`], reporting each training (a stage of epochs) to `progress`.
+    ///
+    /// # Errors
+    /// As [`Setup::load`].
+    pub fn load_with(&self, progress: &dyn Progress) -> Result<Artifacts, ArtifactError> {
         let table = self.table()?;
         let name = table.name().to_string();
         self.check_classes(&name, table.labels(), table.classes())?;
@@ -214,8 +220,8 @@ impl Setup {
         std::fs::create_dir_all(&dir)
             .map_err(|source| ArtifactError::Cache { path: dir.display().to_string(), source })?;
         let schema = key::schema(&prepared.encoding);
-        let (model, model_origin) = self.model(&dir, &name, &prepared, &schema)?;
-        let (vae, vae_origin) = self.vae(&dir, &name, &prepared, &schema)?;
+        let (model, model_origin) = self.model(&dir, &name, &prepared, &schema, progress)?;
+        let (vae, vae_origin) = self.vae(&dir, &name, &prepared, &schema, progress)?;
         let scores = blackbox::scores(&model, &prepared.test.data, &prepared.test_labels)
             .map_err(|e| ArtifactError::Train { what: "model".into(), message: e.to_string() })?;
         Ok(Artifacts { name, prepared, model, vae, scores, model_origin, vae_origin })
@@ -249,6 +255,7 @@ impl Setup {
         name: &str,
         p: &Prepared,
         schema: &str,
+        progress: &dyn Progress,
     ) -> Result<(blackbox::Model, Origin), ArtifactError> {
         let kind = match self.model {
             ModelKind::Lr => "lr",
@@ -270,18 +277,25 @@ impl Setup {
             Ok(m) => return Ok((m, Origin { artifact, path, key, how: How::Loaded })),
             Err(reason) => reason,
         };
-        let bar = self.bar(&format!("training {kind} on {name}"));
+        progress.begin(&format!("training {kind} on {name}"), config.epochs as u64, "epochs");
         let start = Instant::now();
         let fail = |e: String| ArtifactError::Train { what: artifact.clone(), message: e };
-        let m = blackbox::train(self.model, &p.train.data, n_cols, &p.train_labels, classes, &config, bar.as_ref())
+        let m = blackbox::train(self.model, &p.train.data, n_cols, &p.train_labels, classes, &config, Some(progress))
             .map_err(|e| fail(e.to_string()))?;
         let seconds = start.elapsed().as_secs_f64();
-        finish(bar);
+        progress.end();
         m.save_keyed(&path, Some(&key)).map_err(|e| fail(e.to_string()))?;
         Ok((m, Origin { artifact, path, key, how: How::Trained { reason, seconds } }))
     }
 
-    fn vae(&self, dir: &Path, name: &str, p: &Prepared, schema: &str) -> Result<(Vae, Origin), ArtifactError> {
+    fn vae(
+        &self,
+        dir: &Path,
+        name: &str,
+        p: &Prepared,
+        schema: &str,
+        progress: &dyn Progress,
+    ) -> Result<(Vae, Origin), ArtifactError> {
         let path = dir.join(format!("{name}-vae-seed{}.json", self.seed));
         let n_cols = p.encoding.n_cols();
         let config = VaeConfig::for_dataset(name).unwrap_or_else(|_| VaeConfig::new(vec![16], 7));
@@ -299,32 +313,13 @@ impl Setup {
             Err(reason) => reason,
         };
         let fail = |e: String| ArtifactError::Train { what: "VAE".into(), message: e };
-        let bar = self.bar(&format!("training VAE on {name}"));
+        progress.begin(&format!("training VAE on {name}"), config.epochs as u64, "epochs");
         let start = Instant::now();
-        let v = vae::train(&p.train.data, n_cols, &config, bar.as_ref()).map_err(|e| fail(e.to_string()))?;
+        let v = vae::train(&p.train.data, n_cols, &config, Some(progress)).map_err(|e| fail(e.to_string()))?;
         let seconds = start.elapsed().as_secs_f64();
-        finish(bar);
+        progress.end();
         v.save_keyed(&path, Some(&key)).map_err(|e| fail(e.to_string()))?;
         Ok((v, Origin { artifact, path, key, how: How::Trained { reason, seconds } }))
-    }
-
-    fn bar(&self, message: &str) -> Option<ProgressBar> {
-        if !self.progress {
-            return None;
-        }
-        let bar = ProgressBar::new(0);
-        let style = ProgressStyle::with_template("{msg:28} [{bar:30}] {pos}/{len} epochs ({elapsed})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
-        bar.set_style(style);
-        bar.set_message(message.to_string());
-        Some(bar)
-    }
-}
-
-fn finish(bar: Option<ProgressBar>) {
-    if let Some(b) = bar {
-        b.finish_and_clear();
     }
 }
 

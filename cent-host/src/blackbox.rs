@@ -8,12 +8,12 @@
 
 use std::path::Path;
 
+use crate::progress::Progress;
 use burn::module::Module;
 use burn::nn::Linear;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor, TensorData};
-use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use crate::layers::{Activation, Mlp};
@@ -95,7 +95,7 @@ fn argmax(values: &[f32]) -> usize {
 }
 
 /// The built-in model families.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ModelKind {
     /// Logistic regression: one dense layer and a softmax.
     Lr,
@@ -332,7 +332,7 @@ pub fn train(
     y: &[usize],
     classes: usize,
     config: &TrainConfig,
-    progress: Option<&ProgressBar>,
+    progress: Option<&dyn Progress>,
 ) -> Result<Model, TrainError> {
     train_with_losses(kind, x, n_cols, y, classes, config, progress).map(|(model, _)| model)
 }
@@ -348,7 +348,7 @@ pub fn train_with_losses(
     y: &[usize],
     classes: usize,
     config: &TrainConfig,
-    progress: Option<&ProgressBar>,
+    progress: Option<&dyn Progress>,
 ) -> Result<(Model, Vec<f64>), TrainError> {
     config.check()?;
     check_data(x, n_cols, y, classes)?;
@@ -358,7 +358,6 @@ pub fn train_with_losses(
     let mut optim = AdamConfig::new().init();
     let mut losses = Vec::with_capacity(config.epochs);
     let weights = config.class_weight.weights(y, classes);
-    train::progress_start(progress, config.epochs);
     for epoch in 0..config.epochs {
         let mut total = 0.0;
         for rows in rng.permutation(y.len()).chunks(config.batch_size) {

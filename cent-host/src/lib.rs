@@ -1,26 +1,27 @@
-//! Full-precision CEnt pipeline: data and schema, black-box models, VAE, latent neighbours,
-//! entropy surrogate trees, per-query explanations, atlas export and validation.
+//! The CEnt library: data and schema, black-box models, VAE, latent neighbours, entropy
+//! surrogate trees, per-query explanations, batches and their audit, atlas export and
+//! validation.
+//!
+//! The `cent` command-line tool (crate `cent-cli`), the evaluation lab (crate `cent-lab`) and
+//! language bindings are built on this crate; none of their types appear in its API. Long work
+//! reports through [`progress::Progress`]; failures are typed errors per module.
 
 pub mod artifacts;
 pub mod atlas;
 pub mod audit;
-pub mod baselines;
 pub mod batch;
 pub mod blackbox;
 pub mod data;
-pub mod evaluate;
 pub mod explain;
 pub mod export;
-pub mod images;
 pub mod layers;
-pub mod metrics;
 pub mod neighbors;
 pub mod onnx;
 pub mod profile;
+pub mod progress;
 pub mod quantize;
 pub mod support;
 pub mod surrogate;
-pub mod text;
 pub mod train;
 pub mod vae;
 pub mod validate;

@@ -12,11 +12,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::progress::Progress;
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
-use indicatif::ProgressBar;
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::de::DeserializeOwned;
@@ -25,30 +25,31 @@ use serde::{Deserialize, Serialize};
 use crate::layers::{Activation, Dense, Mlp};
 
 /// The device every training runs on: burn's pure-Rust CPU backend with autodiff.
-pub(crate) fn device() -> Device {
+pub fn device() -> Device {
     Device::flex().autodiff()
 }
 
 /// A seeded generator for everything random in training.
-pub(crate) struct SeededRng(Xoshiro256PlusPlus);
+#[derive(Debug)]
+pub struct SeededRng(Xoshiro256PlusPlus);
 
 impl SeededRng {
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         Self(Xoshiro256PlusPlus::seed_from_u64(seed))
     }
 
     /// Uniform in `[0, 1)`, from the top 24 bits (exactly representable in f32).
-    pub(crate) fn uniform(&mut self) -> f32 {
+    pub fn uniform(&mut self) -> f32 {
         (self.0.next_u32() >> 8) as f32 / (1u32 << 24) as f32
     }
 
     /// Uniform in `[-bound, bound)`.
-    pub(crate) fn symmetric(&mut self, bound: f32) -> f32 {
+    pub fn symmetric(&mut self, bound: f32) -> f32 {
         (2.0 * self.uniform() - 1.0) * bound
     }
 
     /// Standard normal draw (Box-Muller; `1 - u` keeps the logarithm finite).
-    pub(crate) fn normal(&mut self) -> f32 {
+    pub fn normal(&mut self) -> f32 {
         let u1 = 1.0 - self.uniform();
         let u2 = self.uniform();
         (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
@@ -60,7 +61,7 @@ impl SeededRng {
     }
 
     /// A uniformly random permutation of `0..n` (Fisher-Yates).
-    pub(crate) fn permutation(&mut self, n: usize) -> Vec<usize> {
+    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
         let mut order: Vec<usize> = (0..n).collect();
         for i in (1..n).rev() {
             order.swap(i, self.below(i + 1));
@@ -71,7 +72,7 @@ impl SeededRng {
 
 /// A fresh linear layer with weights and bias drawn from `U(-1/sqrt(d_in), 1/sqrt(d_in))`
 /// (burn's and PyTorch's default scale), but from our seeded generator.
-pub(crate) fn init_linear(rng: &mut SeededRng, d_in: usize, d_out: usize, device: &Device) -> Linear {
+pub fn init_linear(rng: &mut SeededRng, d_in: usize, d_out: usize, device: &Device) -> Linear {
     let bound = 1.0 / (d_in.max(1) as f32).sqrt();
     let weight: Vec<f32> = (0..d_in * d_out).map(|_| rng.symmetric(bound)).collect();
     let bias: Vec<f32> = (0..d_out).map(|_| rng.symmetric(bound)).collect();
@@ -82,12 +83,12 @@ pub(crate) fn init_linear(rng: &mut SeededRng, d_in: usize, d_out: usize, device
 }
 
 /// Fresh layers `sizes[0] -> sizes[1] -> ... -> sizes[last]`.
-pub(crate) fn init_stack(rng: &mut SeededRng, sizes: &[usize], device: &Device) -> Vec<Linear> {
+pub fn init_stack(rng: &mut SeededRng, sizes: &[usize], device: &Device) -> Vec<Linear> {
     sizes.windows(2).map(|w| init_linear(rng, w[0], w[1], device)).collect()
 }
 
 /// Applies `layers` with ReLU after each one; when `last_identity` the final layer stays linear.
-pub(crate) fn forward_stack(layers: &[Linear], mut x: Tensor<2>, last_identity: bool) -> Tensor<2> {
+pub fn forward_stack(layers: &[Linear], mut x: Tensor<2>, last_identity: bool) -> Tensor<2> {
     for (i, layer) in layers.iter().enumerate() {
         x = layer.forward(x);
         if !(last_identity && i + 1 == layers.len()) {
@@ -107,7 +108,7 @@ fn tensor_values<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
 
 /// Copies a burn layer into a plain [`Dense`]. burn stores the weight as `[d_in, d_out]`
 /// row-major and computes `x W + b`; [`Dense`] wants `[outputs][inputs]`, hence the transpose.
-pub(crate) fn export_linear(linear: &Linear, activation: Activation) -> Dense {
+pub fn export_linear(linear: &Linear, activation: Activation) -> Dense {
     let [inputs, outputs] = linear.weight.dims();
     let w = tensor_values(linear.weight.val());
     let mut weights = vec![0.0; inputs * outputs];
@@ -121,13 +122,13 @@ pub(crate) fn export_linear(linear: &Linear, activation: Activation) -> Dense {
 }
 
 /// Exports a stack run by [`forward_stack`]: ReLU everywhere, `last` on the final layer.
-pub(crate) fn export_stack(layers: &[Linear], last: Activation) -> Vec<Dense> {
+pub fn export_stack(layers: &[Linear], last: Activation) -> Vec<Dense> {
     let n = layers.len();
     layers.iter().enumerate().map(|(i, l)| export_linear(l, if i + 1 == n { last } else { Activation::Relu })).collect()
 }
 
 /// The rows `rows` of the row-major matrix `x` (width `n_cols`) as a `[rows.len(), n_cols]` tensor.
-pub(crate) fn batch_tensor(x: &[f32], n_cols: usize, rows: &[usize], device: &Device) -> Tensor<2> {
+pub fn batch_tensor(x: &[f32], n_cols: usize, rows: &[usize], device: &Device) -> Tensor<2> {
     let mut data = Vec::with_capacity(rows.len() * n_cols);
     for &r in rows {
         data.extend_from_slice(&x[r * n_cols..(r + 1) * n_cols]);
@@ -136,29 +137,21 @@ pub(crate) fn batch_tensor(x: &[f32], n_cols: usize, rows: &[usize], device: &De
 }
 
 /// Reads a one-element loss tensor.
-pub(crate) fn scalar(loss: Tensor<1>) -> f32 {
+pub fn scalar(loss: Tensor<1>) -> f32 {
     loss.into_scalar::<f32>()
 }
 
-/// Starts an epoch progress bar of `epochs` steps, if one was given.
-pub(crate) fn progress_start(progress: Option<&ProgressBar>, epochs: usize) {
-    if let Some(pb) = progress {
-        pb.set_length(epochs as u64);
-        pb.set_position(0);
-    }
-}
-
-/// Advances the epoch progress bar. Its message, prefix and style stay the caller's; the
-/// per-epoch losses are returned by the `train_with_losses` functions instead.
-pub(crate) fn progress_epoch(progress: Option<&ProgressBar>) {
-    if let Some(pb) = progress {
-        pb.inc(1);
+/// Reports one finished epoch. The stage (its label and total) is the caller's; the per-epoch
+/// losses are returned by the `train_with_losses` functions instead.
+pub fn progress_epoch(progress: Option<&dyn Progress>) {
+    if let Some(p) = progress {
+        p.advance(1);
     }
 }
 
 /// Checks that a network is internally consistent, so that [`Mlp::forward`] cannot index out of
 /// bounds: every layer's vectors have the declared lengths and consecutive layers chain.
-pub(crate) fn check_mlp(mlp: &Mlp) -> Result<(), String> {
+pub fn check_mlp(mlp: &Mlp) -> Result<(), String> {
     if mlp.layers.is_empty() {
         return Err("network has no layers".into());
     }
@@ -231,7 +224,7 @@ pub struct CacheKey {
 
 /// Writes `value` as pretty JSON to `path`, through a temporary file renamed into place, so
 /// that a reader never sees half a file.
-pub(crate) fn write_json<T: Serialize>(path: &Path, what: &'static str, value: &T) -> Result<(), FileError> {
+pub fn write_json<T: Serialize>(path: &Path, what: &'static str, value: &T) -> Result<(), FileError> {
     let text = serde_json::to_string_pretty(value).map_err(|source| FileError::Json {
         path: path.to_path_buf(),
         what,
@@ -252,7 +245,7 @@ pub(crate) fn write_json<T: Serialize>(path: &Path, what: &'static str, value: &
 
 /// Reads a JSON weights file whose header must say `format` (also used as the file kind in
 /// messages) and `version`.
-pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, format: &'static str, version: u32) -> Result<T, FileError> {
+pub fn read_json<T: DeserializeOwned>(path: &Path, format: &'static str, version: u32) -> Result<T, FileError> {
     let owned = || path.to_path_buf();
     let text = fs::read_to_string(path).map_err(|source| FileError::Io { path: owned(), source })?;
     let header: Header =
@@ -267,7 +260,7 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, format: &'static str, 
 }
 
 /// Checks one dimension of a loaded file against the data it is about to be used with.
-pub(crate) fn check_dim(path: &Path, field: &'static str, found: usize, expected: usize) -> Result<(), FileError> {
+pub fn check_dim(path: &Path, field: &'static str, found: usize, expected: usize) -> Result<(), FileError> {
     if found == expected { Ok(()) } else { Err(FileError::Dims { path: path.to_path_buf(), field, found, expected }) }
 }
 

@@ -143,7 +143,7 @@ fn test_a_model_failing_at_run_time_is_an_error_naming_the_model_and_the_batch()
     }
     // Baselines and the evaluation harness report it too, never a panic.
     let flaky = Flaky { inner: &a.model, calls: 0.into(), ok: 2 };
-    let bench = cent_host::evaluate::Bench::new(&a.prepared, &flaky, &a.vae, cent_host::evaluate::Config::new(2, 1));
+    let bench = cent_lab::evaluate::Bench::new(&a.prepared, &flaky, &a.vae, cent_lab::evaluate::Config::new(2, 1));
     let bench = bench.expect("pool and reference labelled");
     let err = bench.factuals().expect_err("the third call fails");
     assert!(err.to_string().contains("flaky"), "{err}");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use cent_host::evaluate::{Bench, Config, MethodKind};
+use cent_lab::evaluate::{Bench, Config, MethodKind};
 use common::adult;
 use std::path::Path;
 
@@ -46,7 +46,7 @@ fn test_runs_are_deterministic_for_a_seed() {
     let factuals = bench.factuals().expect("labels");
     for kind in [MethodKind::Gs, MethodKind::Random, MethodKind::Face] {
         let (one, two) = (bench.run(kind, &factuals).expect("runs"), bench.run(kind, &factuals).expect("runs"));
-        let strip = |r: &cent_host::evaluate::MethodResult| {
+        let strip = |r: &cent_lab::evaluate::MethodResult| {
             r.rows.iter().map(|row| (row.test_row, row.found, row.measures)).collect::<Vec<_>>()
         };
         assert_eq!(strip(&one), strip(&two), "{}", kind.name());
@@ -142,8 +142,8 @@ fn test_sweep_has_one_point_per_setting_and_reuses_the_default() {
 #[test]
 fn test_unseen_values_and_link_violations_are_measured() {
     use cent_host::data::Value;
-    use cent_host::metrics::{Judge, Reference, measure};
     use cent_host::support::Support;
+    use cent_lab::metrics::{Judge, Reference, measure};
     let a = adult();
     let enc = &a.prepared.encoding;
     let schema = enc.to_core_schema();

@@ -6,11 +6,11 @@
 mod common;
 
 use cent_host::blackbox::BlackBox;
-use cent_host::images::render;
-use cent_host::text::Vocabulary;
-use cent_host::text::corpus::{self, Corpus};
-use cent_host::text::model::{TextModel, train_text};
-use cent_host::text::report::{TextRun, run_on};
+use cent_lab::images::render;
+use cent_lab::text::Vocabulary;
+use cent_lab::text::corpus::{self, Corpus};
+use cent_lab::text::model::{TextModel, train_text};
+use cent_lab::text::report::{TextRun, run_on};
 
 /// A small two-topic corpus with overlapping vocabularies.
 fn synthetic() -> Corpus {
@@ -45,7 +45,7 @@ fn synthetic() -> Corpus {
 fn assert_reports_flip(corpus: &Corpus, settings: &TextRun) {
     let report = run_on(corpus, settings, &mut |_| {}).expect("runs");
     let again = run_on(corpus, settings, &mut |_| {}).expect("runs");
-    let strip = |r: &cent_host::text::report::TextReport| -> Vec<Vec<Vec<String>>> {
+    let strip = |r: &cent_lab::text::report::TextReport| -> Vec<Vec<Vec<String>>> {
         r.models.iter().map(|m| m.docs.iter().map(|d| d.edits.clone()).collect()).collect()
     };
     assert_eq!(strip(&report), strip(&again), "same seed, same edits");

@@ -8,14 +8,14 @@ mod common;
 use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::atlas::AtlasParams;
 use cent_host::blackbox::ModelKind;
-use cent_host::evaluate::{Bench, Config, MethodKind};
 use cent_host::explain::{self, Explainer};
 use cent_host::export::{ExportError, export};
 use cent_host::support::Support;
+use cent_lab::evaluate::{Bench, Config, MethodKind};
 use cent_nostd::counterfactual;
 
 fn load(source: Source) -> Artifacts {
-    Setup { source, model: ModelKind::Mlp, cache: common::cache(), seed: common::SEED, progress: false }
+    Setup { source, model: ModelKind::Mlp, cache: common::cache(), seed: common::SEED }
         .load()
         .expect("artifacts load or train")
 }

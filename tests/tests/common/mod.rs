@@ -28,13 +28,8 @@ pub fn cache() -> PathBuf {
 pub fn adult() -> &'static Artifacts {
     static A: OnceLock<Artifacts> = OnceLock::new();
     A.get_or_init(|| {
-        let setup = Setup {
-            source: Source::Builtin("adult".into()),
-            model: ModelKind::Mlp,
-            cache: cache(),
-            seed: SEED,
-            progress: false,
-        };
+        let setup =
+            Setup { source: Source::Builtin("adult".into()), model: ModelKind::Mlp, cache: cache(), seed: SEED };
         setup.load().expect("adult artifacts load or train")
     })
 }

@@ -85,7 +85,7 @@ fn test_fetch_bbc_into_relative_cache() {
     let cache = fetch_relative("bbc");
     let (files, digest) = listing_digest(&cache.join("bbc"));
     assert_eq!((files, digest.as_str()), (BBC_FILES, BBC_LISTING));
-    let corpus = cent_host::text::corpus::load("bbc", &cache, "politics,business").expect("bbc loads");
+    let corpus = cent_lab::text::corpus::load("bbc", &cache, "politics,business").expect("bbc loads");
     assert_eq!(corpus.docs.len(), BBC_POLITICS_BUSINESS);
 }
 
@@ -97,7 +97,7 @@ fn test_fetch_spam_into_relative_cache() {
     let cache = fetch_relative("spam");
     let (files, digest) = listing_digest(&cache.join("spam"));
     assert_eq!((files, digest.as_str()), (SPAM_FILES, SPAM_LISTING));
-    let corpus = cent_host::text::corpus::load("spam", &cache, "").expect("spam loads");
+    let corpus = cent_lab::text::corpus::load("spam", &cache, "").expect("spam loads");
     assert_eq!(corpus.docs.len(), SPAM_DOCS);
 }
 
@@ -125,7 +125,7 @@ fn test_fetch_fashion_into_relative_cache() {
     for (file, sha) in FASHION_FILES {
         assert_eq!(sha256_hex(&fs::read(cache.join("fashion").join(file)).unwrap()), sha, "{file}");
     }
-    let images = cent_host::images::load("fashion", &cache, 0).expect("fashion loads");
+    let images = cent_lab::images::load("fashion", &cache, 0).expect("fashion loads");
     assert_eq!(images.labels.len(), 10_000);
 }
 
@@ -137,7 +137,7 @@ fn test_fetch_mnist_into_relative_cache() {
     let cache = fetch_relative("mnist");
     let (files, digest) = listing_digest(&cache.join("mnist"));
     assert_eq!((files, digest.as_str()), (MNIST_FILES, MNIST_LISTING));
-    let images = cent_host::images::load("mnist", &cache, 0).expect("mnist loads");
+    let images = cent_lab::images::load("mnist", &cache, 0).expect("mnist loads");
     assert_eq!(images.labels.len(), 10_000);
 }
 

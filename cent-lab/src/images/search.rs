@@ -4,7 +4,7 @@
 //! pixel columns. Rather than change the `no_std` core, each query's surrogate is grown over a
 //! **query-specific subset of 64 pixels**: those whose mean intensity differs most between the
 //! query's latent neighbours the CNN puts in the current class and those it puts in the desired
-//! class. The tree is the host's entropy CART ([`crate::surrogate::fit`]) and the contrast
+//! class. The tree is the host's entropy CART ([`cent_host::surrogate::fit`]) and the contrast
 //! leaves are ordered by the L1 change they demand (with one interval per column this is the
 //! order Dijkstra over the tree graph would reach them). Steps:
 //!
@@ -19,9 +19,9 @@
 //!    shortest verified blend towards the latent-nearest desired-class neighbour, pruned pixel
 //!    by pixel. Each result records which step found it.
 
-use crate::blackbox::BlackBox;
-use crate::surrogate::{self, TreeParams};
-use crate::vae::Vae;
+use cent_host::blackbox::BlackBox;
+use cent_host::surrogate::{self, TreeParams};
+use cent_host::vae::Vae;
 use cent_nostd::tree::{Bounds, Node, NodeIdx, Tree};
 
 use super::PIXELS;

@@ -24,12 +24,12 @@ pub mod plots;
 pub mod report;
 
 use crate::baselines::{Face, Found, GrowingSpheres, Method, NearestUnlike, NotFound, Problem, RandomSearch};
-use crate::blackbox::{BlackBox, ModelError};
-use crate::data::Prepared;
-use crate::explain::{self, Explainer};
 use crate::metrics::{self, Judge, Measures, Reference};
-use crate::profile::{Query, Schema};
-use crate::vae::Vae;
+use cent_host::blackbox::{BlackBox, ModelError};
+use cent_host::data::Prepared;
+use cent_host::explain::{self, Explainer};
+use cent_host::profile::{Query, Schema};
+use cent_host::vae::Vae;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -364,7 +364,7 @@ impl<'a> Bench<'a> {
 /// taken round-robin over the classes so that each is represented; a class that runs out
 /// leaves its turns to the others.
 pub fn draw_factuals(predicted: &[usize], classes: usize, count: usize, seed: u64) -> Vec<usize> {
-    let order = crate::data::split::permutation(predicted.len(), seed);
+    let order = cent_host::data::split::permutation(predicted.len(), seed);
     let mut per_class: Vec<std::collections::VecDeque<usize>> = vec![Default::default(); classes.max(1)];
     for i in order {
         if let Some(q) = per_class.get_mut(predicted[i]) {

@@ -9,9 +9,9 @@ use serde::Serialize;
 use super::cnn::{CnnConfig, PlainCnn, train_cnn};
 use super::search::{self, PixelConfig, Pool};
 use super::{ImageError, ImageSet, PIXELS, class_name, load, render};
-use crate::blackbox::{self, TrainError};
-use crate::train::SeededRng;
-use crate::vae::{self, VaeConfig, VaeError};
+use cent_host::blackbox::{self, TrainError};
+use cent_host::train::SeededRng;
+use cent_host::vae::{self, VaeConfig, VaeError};
 
 /// Settings of one run.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,11 +1,17 @@
 //! `cent text`: the word-edit vulnerability report of text classifiers.
 
 use anyhow::{Context, Result};
-use cent_host::text::model::TextModel;
-use cent_host::text::report::{self, TextReport, TextRun};
+use cent_lab::text::model::TextModel;
+use cent_lab::text::report::{self, TextReport, TextRun};
 use clap::Args;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Parses `lr`, `mlp` or `svm` (the library's [`TextModel`] names), listing them in `--help`.
+fn text_model() -> impl TypedValueParser<Value = TextModel> {
+    PossibleValuesParser::new(TextModel::ALL.map(TextModel::name)).try_map(|name| name.parse::<TextModel>())
+}
 
 #[derive(Debug, Args)]
 pub struct TextArgs {
@@ -16,7 +22,7 @@ pub struct TextArgs {
     #[arg(long, default_value = "politics,business")]
     pub classes: String,
     /// Models (comma-separated): lr, mlp (100-50 ReLU), svm (linear, hinge loss).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "lr,mlp,svm")]
+    #[arg(long, value_delimiter = ',', default_value = "lr,mlp,svm", value_parser = text_model())]
     pub model: Vec<TextModel>,
     /// Test documents to explain per model.
     #[arg(long, default_value_t = 50)]

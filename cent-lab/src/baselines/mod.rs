@@ -19,8 +19,8 @@ pub use growing_spheres::GrowingSpheres;
 pub use nun::NearestUnlike;
 pub use random::RandomSearch;
 
-use crate::blackbox::BlackBox;
-use crate::profile::{Query, Schema};
+use cent_host::blackbox::BlackBox;
+use cent_host::profile::{Query, Schema};
 use cent_nostd::counterfactual;
 use cent_nostd::schema::{self, Feature, Kind, Mutability};
 use rand_core::{Rng, SeedableRng};
@@ -61,8 +61,8 @@ pub enum NotFound {
     Model(String),
 }
 
-impl From<crate::blackbox::ModelError> for NotFound {
-    fn from(e: crate::blackbox::ModelError) -> Self {
+impl From<cent_host::blackbox::ModelError> for NotFound {
+    fn from(e: cent_host::blackbox::ModelError) -> Self {
         NotFound::Model(e.to_string())
     }
 }
@@ -296,7 +296,7 @@ pub(crate) mod tests {
         fn inputs(&self) -> usize {
             6
         }
-        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
             Ok(rows
                 .chunks_exact(6)
                 .flat_map(|r| if r[0] + 0.5 * r[2] > 0.6 || r[3] > 0.5 { [0.1, 0.9] } else { [0.9, 0.1] })
@@ -404,8 +404,8 @@ pub(crate) mod tests {
         fn inputs(&self) -> usize {
             6
         }
-        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
-            Err(crate::blackbox::ModelError::Failed {
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
+            Err(cent_host::blackbox::ModelError::Failed {
                 model: "broken".into(),
                 rows: rows.len() / 6,
                 message: "gone".into(),

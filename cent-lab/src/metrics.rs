@@ -8,11 +8,11 @@
 //! a category adds 2 to `l1`, `sqrt(2)` to `l2` and 1 to `linf`. The latent distance is the
 //! Euclidean distance between the VAE means of `x` and `x'`.
 
-use crate::blackbox::{BlackBox, ModelError};
-use crate::data::Value;
-use crate::layers::Mlp;
-use crate::profile::{Query, Schema};
-use crate::support::Support;
+use cent_host::blackbox::{BlackBox, ModelError};
+use cent_host::data::Value;
+use cent_host::layers::Mlp;
+use cent_host::profile::{Query, Schema};
+use cent_host::support::Support;
 use cent_nostd::counterfactual;
 use cent_nostd::schema::{self, Kind, Mutability};
 use serde::Serialize;
@@ -140,7 +140,7 @@ pub fn violations(schema: &Schema, query: &Query, x: &[f32], x_new: &[f32]) -> V
     out
 }
 
-/// Raw value of feature `j` of an encoded row, decoded like [`crate::data::Encoding::decode`].
+/// Raw value of feature `j` of an encoded row, decoded like [`cent_host::data::Encoding::decode`].
 fn decode(schema: &Schema, j: usize, x: &[f32]) -> Value {
     let Some(f) = schema.feature(j) else { return Value::Number(f64::NAN) };
     let cols = &x[f.columns()];
@@ -298,7 +298,7 @@ mod tests {
     // Columns: [0] income, [1] age (immutable), [2] degree (increase-only), [3..6] job {a, b, c}
     // with b -> a forbidden.
     use crate::baselines::tests::schema;
-    use crate::layers::{Activation, Dense};
+    use cent_host::layers::{Activation, Dense};
 
     const EPS: f64 = 1e-6;
 
@@ -312,7 +312,7 @@ mod tests {
         fn inputs(&self) -> usize {
             6
         }
-        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
             Ok(rows
                 .chunks_exact(6)
                 .flat_map(|r| if r[0] + 0.5 * r[2] > 0.6 { [0.0, 1.0] } else { [1.0, 0.0] })

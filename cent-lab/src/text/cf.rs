@@ -9,7 +9,7 @@
 //! 2. **Candidate columns** (at most 64, the core tree's column capacity): present words whose
 //!    deletion moves towards `d` and frequent absent words whose insertion does, ranked by the
 //!    difference of their presence rates between the two labelled neighbour groups.
-//! 3. **Entropy tree** ([`crate::surrogate::fit`]) over those columns.
+//! 3. **Entropy tree** ([`cent_host::surrogate::fit`]) over those columns.
 //! 4. **Contrast leaves** of class `d`, ordered by the number of edits they demand of `x`
 //!    (with unit edit costs this is the order in which Dijkstra over the tree graph reaches
 //!    them); each is applied to `x`, **verified with the model**, and pruned: an edit is dropped
@@ -19,9 +19,9 @@
 
 use serde::Serialize;
 
-use crate::blackbox::BlackBox;
-use crate::surrogate::{self, TreeParams};
-use crate::train::SeededRng;
+use cent_host::blackbox::BlackBox;
+use cent_host::surrogate::{self, TreeParams};
+use cent_host::train::SeededRng;
 use cent_nostd::tree::{Node, NodeIdx, Tree};
 
 /// Search sizes.
@@ -349,7 +349,7 @@ mod tests {
         fn inputs(&self) -> usize {
             5
         }
-        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
             Ok(rows
                 .chunks_exact(5)
                 .flat_map(|r| {

@@ -1,8 +1,8 @@
 //! `cent images`: image counterfactuals with the PP/PN contrast, as a PNG grid and JSON.
 
 use anyhow::Result;
-use cent_host::images::parse_pair;
-use cent_host::images::run::{self, ImageRun};
+use cent_lab::images::parse_pair;
+use cent_lab::images::run::{self, ImageRun};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;

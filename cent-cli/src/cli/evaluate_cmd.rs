@@ -1,12 +1,12 @@
 //! `cent evaluate`: CEnt and the baselines on factuals of the test split, with every metric of
-//! the evaluation (see `cent_host::evaluate` and docs/results.md).
+//! the evaluation (see `cent_lab::evaluate` and docs/results.md).
 
 use super::{DataArgs, ModelArg};
 use anyhow::{Context, Result};
 use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::blackbox::{BlackBox, ModelKind, Scores};
-use cent_host::evaluate::report::{self, Meta, PairReport};
-use cent_host::evaluate::{self, Bench, Config, MethodKind, MethodResult, SweepPoint, plots};
+use cent_lab::evaluate::report::{self, Meta, PairReport};
+use cent_lab::evaluate::{self, Bench, Config, MethodKind, MethodResult, SweepPoint, plots};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -310,7 +310,6 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
                 model: kind,
                 cache: args.data.cache.clone(),
                 seed: args.data.seed,
-                progress: !args.data.quiet,
             };
             let a =
                 super::load_reported(&setup, args.data.quiet, false).with_context(|| format!("loading {dataset}"))?;
@@ -323,7 +322,7 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
     let pareto = plots::write_pareto(&out.join("plots"), &pairs)?;
     let meta = Meta {
         command: format!(
-            "cargo run -p cent-host -- evaluate --all --factuals {} --seed {} --out {}",
+            "cargo run -- evaluate --all --factuals {} --seed {} --out {}",
             args.factuals,
             args.data.seed,
             out.display()

@@ -10,7 +10,7 @@ use super::Vocabulary;
 use super::cf::{self, Background, CfConfig, Found};
 use super::corpus::{self, Corpus, CorpusError};
 use super::model::{TextModel, train_text};
-use crate::blackbox::{self, BlackBox, TrainError};
+use cent_host::blackbox::{self, BlackBox, TrainError};
 
 /// Settings of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +33,7 @@ pub enum TextError {
     #[error("training failed: {0}")]
     Train(#[from] TrainError),
     #[error(transparent)]
-    Model(#[from] crate::blackbox::ModelError),
+    Model(#[from] cent_host::blackbox::ModelError),
 }
 
 /// One explained document.

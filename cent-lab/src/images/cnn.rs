@@ -13,9 +13,9 @@ use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::activation::{log_softmax, relu};
 use burn::tensor::{Device, Tensor, TensorData};
 
-use crate::blackbox::{BlackBox, TrainError};
-use crate::layers::{Activation, Dense};
-use crate::train::{self, SeededRng};
+use cent_host::blackbox::{BlackBox, TrainError};
+use cent_host::layers::{Activation, Dense};
+use cent_host::train::{self, SeededRng};
 
 const SIDE: usize = 28;
 const FILTERS: usize = 28;
@@ -103,7 +103,7 @@ impl BlackBox for PlainCnn {
         SIDE * SIDE
     }
 
-    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
         Ok(rows.chunks_exact(SIDE * SIDE).flat_map(|r| self.forward(r)).collect())
     }
 }
@@ -252,7 +252,7 @@ mod tests {
         let (x, y) = bars(64);
         let config = CnnConfig { epochs: 3, batch_size: 16, learning_rate: 2e-3, seed: 3 };
         let model = train_cnn(&x, &y, &config).expect("trains");
-        let acc = crate::blackbox::accuracy(&model, &x, &y).expect("rows");
+        let acc = cent_host::blackbox::accuracy(&model, &x, &y).expect("rows");
         assert!(acc > 0.95, "accuracy {acc}");
     }
 }

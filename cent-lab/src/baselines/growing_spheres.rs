@@ -143,8 +143,15 @@ mod tests {
             assert_valid(p, &found);
             // After feature selection no change can be reverted alone.
             assert_eq!(
-                crate::metrics::redundancy(p.schema, p.model, &crate::support::Support::none(X.len()), &X, &found.x, 1)
-                    .ok(),
+                crate::metrics::redundancy(
+                    p.schema,
+                    p.model,
+                    &cent_host::support::Support::none(X.len()),
+                    &X,
+                    &found.x,
+                    1
+                )
+                .ok(),
                 Some(0),
                 "{:?}",
                 found.x

@@ -25,6 +25,7 @@ mod evaluate_cmd;
 mod explain_cmd;
 mod export_cmd;
 mod images_cmd;
+mod progress;
 mod query;
 mod text_cmd;
 
@@ -262,7 +263,7 @@ impl DataArgs {
             ModelArg::Lr => ModelKind::Lr,
             ModelArg::Mlp => ModelKind::Mlp,
         };
-        let setup = Setup { source, model, cache: self.cache.clone(), seed: self.seed, progress: !self.quiet };
+        let setup = Setup { source, model, cache: self.cache.clone(), seed: self.seed };
         DataSetup { setup, quiet: self.quiet, onnx: self.onnx.is_some() }
     }
 }
@@ -286,7 +287,7 @@ impl DataSetup {
 /// [`Setup::load`], then on stderr where each model came from (unless `quiet`) and, unless
 /// `onnx` replaces it, a warning when the built-in model gives one class to nearly every test row.
 pub(crate) fn load_reported(setup: &Setup, quiet: bool, onnx: bool) -> Result<Artifacts> {
-    let a = setup.load()?;
+    let a = setup.load_with(&progress::Bars::new(quiet))?;
     if !quiet {
         for o in a.origins() {
             eprintln!("{}", timed(o));

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::train::SeededRng;
+use cent_host::train::SeededRng;
 
 /// Why a corpus cannot be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -12,12 +12,12 @@ use burn::tensor::activation::{log_softmax, relu};
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::blackbox::{BlackBox, TrainError};
-use crate::layers::{Activation, Dense, Mlp};
-use crate::train::{self, SeededRng};
+use cent_host::blackbox::{BlackBox, TrainError};
+use cent_host::layers::{Activation, Dense, Mlp};
+use cent_host::train::{self, SeededRng};
 
 /// Which text classifier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TextModel {
     /// Logistic regression.
@@ -55,6 +55,18 @@ impl TextModel {
     }
 }
 
+impl std::str::FromStr for TextModel {
+    type Err = String;
+
+    /// `lr`, `mlp` or `svm`.
+    fn from_str(name: &str) -> Result<Self, String> {
+        TextModel::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| format!("unknown text model `{name}` (expected lr, mlp or svm)"))
+    }
+}
+
 /// A trained text classifier (binary).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextClassifier {
@@ -71,7 +83,7 @@ impl BlackBox for TextClassifier {
         self.mlp.inputs()
     }
 
-    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, crate::blackbox::ModelError> {
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
         Ok(self.mlp.forward_batch(rows))
     }
 }
@@ -199,7 +211,7 @@ mod tests {
         // loss stays at the all-negative solution (known, under investigation).
         for kind in [TextModel::Lr, TextModel::Mlp] {
             let model = train_text(kind, &x, 4, &y, 3).expect("trains");
-            let acc = crate::blackbox::accuracy(&model, &x, &y).expect("rows");
+            let acc = cent_host::blackbox::accuracy(&model, &x, &y).expect("rows");
             assert!(acc > 0.95, "{kind:?} accuracy {acc}");
         }
     }
