@@ -20,6 +20,8 @@ pub mod onnx;
 pub mod profile;
 pub mod progress;
 pub mod quantize;
+pub mod results;
+pub mod rows;
 pub mod support;
 pub mod surrogate;
 pub mod train;

@@ -1,57 +1,50 @@
-//! `cent audit`: recourse by group over the JSON Lines of `cent batch`.
+//! `cent audit`: recourse by group over the results of `cent batch` (JSON Lines, CSV or
+//! Parquet).
 
 use anyhow::{Context, Result, bail};
-use cent_host::audit::{self, Record, Recourse};
+use cent_host::audit::{self, Record};
+use cent_host::results;
+use cent_host::rows::Input;
 use clap::Args;
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// The JSON Lines `cent batch` wrote.
+    /// The results `cent batch` wrote (JSON Lines, CSV or Parquet, by the name's extension).
     #[arg(long)]
     pub results: PathBuf,
-    /// The CSV `cent batch` read (each result's `line` points into it).
+    /// The CSV or Parquet file `cent batch` read (each result's `line` points into it).
     #[arg(long)]
     pub input: PathBuf,
-    /// Columns of the input to group by (comma-separated), e.g. `--by sex,race`.
-    #[arg(long, value_delimiter = ',', required = true)]
+    /// Columns of the input to group by (comma-separated), e.g. `--by sex,race`. Default: the
+    /// schema's `protected` features.
+    #[arg(long, value_delimiter = ',')]
     pub by: Vec<String>,
+    /// Built-in dataset whose schema names the protected features (when `--by` is not given).
+    #[arg(long, default_value = "adult")]
+    pub dataset: String,
+    /// A schema file instead of a built-in dataset's.
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
     /// Folder for `audit.md`, `audit.json` and `audit.svg` (created if missing).
     #[arg(long)]
     pub out: PathBuf,
 }
 
 pub fn run(args: &AuditArgs) -> Result<ExitCode> {
-    let groups = group_values(&args.input, &args.by)?;
-    let file = std::fs::File::open(&args.results).with_context(|| format!("cannot read {}", args.results.display()))?;
+    let by = if args.by.is_empty() { protected(args)? } else { args.by.clone() };
+    let groups = Input::open(&args.input)?.column_values(&by)?;
     let mut records = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let place = || format!("{}: line {}", args.results.display(), i + 1);
-        let line = line.with_context(place)?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(&line).with_context(|| format!("{}: not JSON", place()))?;
-        let Some(at) = v["line"].as_u64() else { bail!("{}: no `line` field", place()) };
-        let Some(values) = groups.get(&(at as usize)) else {
-            bail!("{}: input line {at} is not in {}", place(), args.input.display())
+    for r in results::read_summaries(&args.results)? {
+        let Some(values) = groups.get(&r.line) else {
+            bail!("{}: input line {} is not in {}", args.results.display(), r.line, args.input.display())
         };
-        if v.get("error").is_some() {
-            continue;
+        if !r.error {
+            records.push(Record { groups: values.clone(), refused: !r.favourable, recourse: r.best });
         }
-        let refused = v["already_favourable"] != true;
-        let best = &v["explanation"]["counterfactuals"][0];
-        let recourse = best.is_object().then(|| Recourse {
-            cost: best["cost"].as_f64().unwrap_or(f64::NAN),
-            l0: best["l0"].as_u64().unwrap_or(0) as usize,
-            probability: best["class"]["probability"].as_f64().unwrap_or(f64::NAN) as f32,
-        });
-        records.push(Record { groups: values.clone(), refused, recourse });
     }
-    let report = audit::audit(&args.by, records);
+    let report = audit::audit(&by, records);
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let md = args.out.join("audit.md");
     std::fs::write(&md, report.markdown()).with_context(|| format!("cannot write {}", md.display()))?;
@@ -64,23 +57,17 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Each data line's values of the `by` columns.
-fn group_values(path: &Path, by: &[String]) -> Result<HashMap<usize, Vec<String>>> {
-    let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).flexible(true).from_reader(BufReader::new(file));
-    let headers: Vec<String> = reader.headers()?.iter().map(|h| h.trim_start_matches('\u{feff}').to_string()).collect();
-    let mut columns = Vec::with_capacity(by.len());
-    for name in by {
-        match headers.iter().position(|h| h == name) {
-            Some(c) => columns.push(c),
-            None => bail!("{}: no column `{name}` to group by; columns: {}", path.display(), headers.join(", ")),
-        }
+/// The schema's protected features, or a usage error saying how to name groups.
+fn protected(args: &AuditArgs) -> Result<Vec<String>> {
+    let schema = match &args.schema {
+        Some(path) => cent_host::data::Schema::from_file(path)?,
+        None => cent_host::data::builtin_schema(&args.dataset)?,
+    };
+    if schema.protected.is_empty() {
+        return Err(super::usage(format!(
+            "{} names no protected features: give the columns to group by with --by (e.g. --by sex,race), or list them as `protected = [...]` in the schema",
+            schema.origin
+        )));
     }
-    let mut out = HashMap::new();
-    for record in reader.records() {
-        let record = record.with_context(|| format!("{}: malformed CSV", path.display()))?;
-        let line = record.position().map_or(0, |p| p.line() as usize);
-        out.insert(line, columns.iter().map(|&c| record.get(c).unwrap_or("").to_string()).collect());
-    }
-    Ok(out)
+    Ok(schema.protected)
 }

@@ -8,7 +8,7 @@
 //! query alone, so the others are still explained.
 
 use anyhow::{Context, Result, anyhow, bail};
-use cent_host::data::{Encoding, Value};
+use cent_host::data::{Encoding, Value, fields};
 use std::path::Path;
 
 /// Every query in `path` as raw rows in feature order, each parsed on its own. `target` is the
@@ -85,72 +85,5 @@ fn csv_rows(text: &str, path: &Path) -> Result<Vec<Result<Fields>>> {
 }
 
 pub fn parse_row(fields: &Fields, encoding: &Encoding, target: Option<&str>) -> Result<Vec<Value>> {
-    let mut row: Vec<Option<Value>> = vec![None; encoding.n_features()];
-    for (name, text) in fields {
-        if Some(name.as_str()) == target {
-            continue;
-        }
-        let Ok(j) = encoding.feature_index(name) else {
-            bail!("{}", unknown_key(name, encoding));
-        };
-        if row[j].is_some() {
-            bail!("feature `{name}` is given twice");
-        }
-        row[j] = Some(encoding.parse_value(j, text)?);
-    }
-    let missing: Vec<&str> =
-        encoding.attributes().iter().zip(&row).filter(|(_, v)| v.is_none()).map(|(a, _)| a.name.as_str()).collect();
-    if !missing.is_empty() {
-        bail!("missing feature(s): {}", missing.join(", "));
-    }
-    Ok(row.into_iter().flatten().collect())
-}
-
-/// "unknown feature `x`", with the close names when there are any, else every name.
-fn unknown_key(name: &str, encoding: &Encoding) -> String {
-    let names: Vec<&str> = encoding.attributes().iter().map(|a| a.name.as_str()).collect();
-    let close: Vec<&str> = names.iter().copied().filter(|n| is_close(name, n)).collect();
-    if close.is_empty() {
-        format!("unknown feature `{name}`; features: {}", names.join(", "))
-    } else {
-        format!(
-            "unknown feature `{name}`; did you mean {}?",
-            close.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ")
-        )
-    }
-}
-
-/// Same name but for case, `_`/`-`, or at most two edits apart.
-fn is_close(a: &str, b: &str) -> bool {
-    let norm = |s: &str| s.to_lowercase().replace('_', "-");
-    let (a, b) = (norm(a), norm(b));
-    a == b || edit_distance(&a, &b) <= 2.min(b.chars().count() / 3)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut row = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            row[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(row[j] + 1);
-        }
-        prev = row;
-    }
-    prev[b.len()]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_close_names() {
-        assert!(is_close("agee", "age"));
-        assert!(!is_close("job", "age"));
-        assert!(is_close("Hours_per_week", "hours-per-week"));
-        assert!(is_close("incme", "income"));
-        assert!(!is_close("height", "income"));
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-    }
+    Ok(fields::parse(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())), encoding, target)?)
 }

@@ -20,12 +20,14 @@
 pub mod encoding;
 pub mod fetch;
 pub mod fetch_ext;
+pub mod fields;
 pub mod schema;
 pub mod split;
 pub mod table;
 
 pub use encoding::{EncodeError, Encoding, LookupError, Matrix, QueryError};
 pub use fetch::{FetchError, fetch};
+pub use fields::FieldError;
 pub use schema::{Link, LinkKind, Schema, SchemaError, ValueSupport};
 pub use split::{Split, TEST_FRACTION, split};
 pub use table::{Attribute, Input, LoadError, LoadReport, Table, Value};

@@ -37,6 +37,10 @@ pub struct Schema {
     /// Features whose values must agree with each other as they do in the data.
     #[serde(rename = "link", default)]
     pub links: Vec<LinkSpec>,
+    /// Categorical or binary features an audit groups people by when told no others
+    /// (`cent audit` without `--by`): the attributes recourse should not depend on.
+    #[serde(default)]
+    pub protected: Vec<String>,
     /// Where the schema was read from (file path or `builtin:<name>`), for error messages.
     #[serde(skip)]
     pub origin: String,
@@ -396,6 +400,7 @@ impl Schema {
             self.check_feature(f)?;
         }
         self.check_dropped()?;
+        self.check_protected()?;
         self.links.iter().enumerate().try_for_each(|(i, l)| self.resolve_link(i, l).map(drop))
     }
 
@@ -559,6 +564,26 @@ impl Schema {
             Some(o) if !cats.contains(o) => Err(self.invalid(place, format!("other `{o}` is not in categories"))),
             _ => Ok(()),
         }
+    }
+
+    fn check_protected(&self) -> Result<(), SchemaError> {
+        for (i, name) in self.protected.iter().enumerate() {
+            let place = format!("protected `{name}`");
+            let Some(f) = self.features.iter().find(|f| f.name == *name) else {
+                let valid = join(self.features.iter().map(|f| f.name.as_str()));
+                return Err(self.invalid(place, format!("not a feature; features: {valid}")));
+            };
+            if !matches!(f.kind, Kind::Categorical | Kind::Binary) {
+                return Err(self.invalid(
+                    place,
+                    "groups are values of a categorical or binary feature; bin numbers into a categorical column first",
+                ));
+            }
+            if self.protected[..i].contains(name) {
+                return Err(self.invalid(place, "listed twice"));
+            }
+        }
+        Ok(())
     }
 
     fn check_dropped(&self) -> Result<(), SchemaError> {

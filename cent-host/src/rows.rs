@@ -1,0 +1,323 @@
+//! People to explain, read from a CSV or a Parquet file as a stream of [`Row`]s for
+//! [`batch::run`](crate::batch::run).
+//!
+//! Either format names every feature by its schema name in a header (CSV) or a column (Parquet);
+//! other columns are an error of every row, the schema's target column is ignored. A row that
+//! cannot be read or parsed becomes a [`Row`] holding its reason, naming the file, the row and
+//! the field; the rows after it are still read. Memory holds one record (CSV) or one record
+//! batch (Parquet) at a time.
+//!
+//! A row's [`Row::line`] is its place in the file: the line of a CSV record (the header is line
+//! 1, so the first person is line 2) and the row number of a Parquet row (the first is 1).
+//!
+//! Parquet columns may be strings (also dictionary-encoded, as pandas writes categoricals),
+//! integers, floats or booleans; a null is an error of its row. Files compressed with Snappy,
+//! zstd or LZ4 are read; others are refused with the codec's name.
+
+use crate::batch::Row;
+use crate::data::{Encoding, fields};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// A row's place in the file and its fields as text, or why it has none.
+type Fields = (usize, Result<Vec<String>, String>);
+
+/// Record batch size of Parquet reads: the rows held in memory at once.
+const PARQUET_BATCH: usize = 1024;
+
+/// A tabular file's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Parquet,
+}
+
+impl Format {
+    /// By the file name: `.parquet` or `.pq` is Parquet, anything else CSV.
+    pub fn of(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("parquet" | "pq") => Format::Parquet,
+            _ => Format::Csv,
+        }
+    }
+}
+
+/// Why a file of people cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RowsError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: line 1: {message}")]
+    Header { path: PathBuf, message: String },
+    #[error("{path}: not a readable Parquet file: {message}")]
+    Parquet { path: PathBuf, message: String },
+    #[error("{path}: no column `{name}`; columns: {columns}")]
+    NoColumn { path: PathBuf, name: String, columns: String },
+}
+
+/// An opened file of people.
+#[derive(Debug)]
+pub struct Input {
+    path: PathBuf,
+    format: Format,
+    columns: Vec<String>,
+}
+
+impl Input {
+    /// Opens `path` (its format by [`Format::of`]) and reads its header or schema.
+    ///
+    /// # Errors
+    /// [`RowsError`] when the file cannot be opened, has no header, or is not Parquet.
+    pub fn open(path: &Path) -> Result<Input, RowsError> {
+        let format = Format::of(path);
+        let columns = match format {
+            Format::Csv => csv_reader(path)?.1,
+            Format::Parquet => parquet_builder(path)?.schema().fields().iter().map(|f| f.name().clone()).collect(),
+        };
+        Ok(Input { path: path.to_path_buf(), format, columns })
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Column names, in file order.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// The number of people: a Parquet file's row count from its footer, a CSV file's non-blank
+    /// lines after the header (one pass over the file).
+    ///
+    /// # Errors
+    /// [`RowsError`] when the file cannot be read.
+    pub fn count(&self) -> Result<usize, RowsError> {
+        match self.format {
+            Format::Parquet => {
+                let rows = parquet_builder(&self.path)?.metadata().file_metadata().num_rows();
+                Ok(usize::try_from(rows).unwrap_or(0))
+            }
+            Format::Csv => {
+                let file = open(&self.path)?;
+                let mut n = 0usize;
+                for line in BufReader::new(file).split(b'\n') {
+                    let line = line.map_err(|source| RowsError::Io { path: self.path.clone(), source })?;
+                    n += usize::from(!line.iter().all(u8::is_ascii_whitespace));
+                }
+                Ok(n.saturating_sub(1))
+            }
+        }
+    }
+
+    /// Every person, encoded by `encoding`, in file order. `target` is the schema's target
+    /// column, ignored when present.
+    ///
+    /// # Errors
+    /// [`RowsError`] when the file cannot be opened again; a row's own failure is its
+    /// [`Row::x`].
+    pub fn rows<'a>(
+        &'a self,
+        encoding: &'a Encoding,
+        target: Option<&'a str>,
+    ) -> Result<Box<dyn Iterator<Item = Row> + 'a>, RowsError> {
+        let encode = move |line: usize, fields: Result<Vec<String>, String>| {
+            let place = |e: &dyn std::fmt::Display| format!("{}: {} {line}: {e}", self.path.display(), self.unit());
+            let x = fields.map_err(|e| place(&e)).and_then(|values| {
+                let named = self.columns.iter().map(String::as_str).zip(values.iter().map(String::as_str));
+                fields::parse(named, encoding, target)
+                    .map_err(|e| place(&e))
+                    .and_then(|raw| encoding.encode_row(&raw).map_err(|e| place(&e)))
+            });
+            Row { line, x }
+        };
+        Ok(match self.format {
+            Format::Csv => Box::new(self.csv_fields()?.map(move |(line, f)| encode(line, f))),
+            Format::Parquet => Box::new(self.parquet_fields()?.map(move |(line, f)| encode(line, f))),
+        })
+    }
+
+    /// Each person's values of the columns `by`, keyed by [`Row::line`]; a row that cannot be
+    /// read is left out.
+    ///
+    /// # Errors
+    /// [`RowsError::NoColumn`] naming a missing column and the file's columns.
+    pub fn column_values(&self, by: &[String]) -> Result<HashMap<usize, Vec<String>>, RowsError> {
+        let mut at = Vec::with_capacity(by.len());
+        for name in by {
+            match self.columns.iter().position(|c| c == name) {
+                Some(c) => at.push(c),
+                None => {
+                    return Err(RowsError::NoColumn {
+                        path: self.path.clone(),
+                        name: name.clone(),
+                        columns: self.columns.join(", "),
+                    });
+                }
+            }
+        }
+        let pick = |values: Vec<String>| at.iter().map(|&c| values.get(c).cloned().unwrap_or_default()).collect();
+        let mut out = HashMap::new();
+        let fields: Box<dyn Iterator<Item = Fields>> = match self.format {
+            Format::Csv => Box::new(self.csv_fields()?),
+            Format::Parquet => Box::new(self.parquet_fields()?),
+        };
+        for (line, values) in fields {
+            if let Ok(values) = values {
+                out.insert(line, pick(values));
+            }
+        }
+        Ok(out)
+    }
+
+    fn unit(&self) -> &'static str {
+        match self.format {
+            Format::Csv => "line",
+            Format::Parquet => "row",
+        }
+    }
+
+    /// Each CSV record's line and fields (or why it has none).
+    fn csv_fields(&self) -> Result<impl Iterator<Item = Fields> + '_, RowsError> {
+        let (reader, _) = csv_reader(&self.path)?;
+        let width = self.columns.len();
+        Ok(reader.into_records().enumerate().map(move |(i, record)| {
+            let fallback = i + 2;
+            match record {
+                Err(e) => {
+                    let line = e.position().map_or(fallback, |p| p.line() as usize);
+                    (line, Err(format!("malformed CSV: {e}")))
+                }
+                Ok(r) => {
+                    let line = r.position().map_or(fallback, |p| p.line() as usize);
+                    if r.len() == width {
+                        (line, Ok(r.iter().map(str::to_string).collect()))
+                    } else {
+                        (line, Err(format!("expected {width} fields, found {}", r.len())))
+                    }
+                }
+            }
+        }))
+    }
+
+    /// Each Parquet row's number and fields as text (or why it has none).
+    fn parquet_fields(&self) -> Result<ParquetFields, RowsError> {
+        let reader = parquet_builder(&self.path)?
+            .with_batch_size(PARQUET_BATCH)
+            .build()
+            .map_err(|e| RowsError::Parquet { path: self.path.clone(), message: e.to_string() })?;
+        Ok(ParquetFields { reader: Some(reader), batch: None, next: 0, line: 0, names: self.columns.clone() })
+    }
+}
+
+fn open(path: &Path) -> Result<File, RowsError> {
+    File::open(path).map_err(|source| RowsError::Io { path: path.to_path_buf(), source })
+}
+
+/// A trimming, flexible CSV reader past the header, and the header's names (a UTF-8 byte order
+/// mark dropped).
+fn csv_reader(path: &Path) -> Result<(csv::Reader<BufReader<File>>, Vec<String>), RowsError> {
+    let mut reader =
+        csv::ReaderBuilder::new().trim(csv::Trim::All).flexible(true).from_reader(BufReader::new(open(path)?));
+    let header = |message: String| RowsError::Header { path: path.to_path_buf(), message };
+    let names: Vec<String> = reader
+        .headers()
+        .map_err(|e| header(format!("cannot read the CSV header: {e}")))?
+        .iter()
+        .map(|h| h.trim_start_matches('\u{feff}').to_string())
+        .collect();
+    if names.iter().all(String::is_empty) {
+        return Err(header("expected a header of feature names".into()));
+    }
+    Ok((reader, names))
+}
+
+fn parquet_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, RowsError> {
+    ParquetRecordBatchReaderBuilder::try_new(open(path)?)
+        .map_err(|e| RowsError::Parquet { path: path.to_path_buf(), message: e.to_string() })
+}
+
+/// The rows of a Parquet file, one record batch in memory at a time.
+struct ParquetFields {
+    /// `None` once the file is exhausted or unreadable.
+    reader: Option<ParquetRecordBatchReader>,
+    batch: Option<RecordBatch>,
+    /// Next row of `batch`.
+    next: usize,
+    /// Row number of the last row handed out.
+    line: usize,
+    names: Vec<String>,
+}
+
+impl Iterator for ParquetFields {
+    type Item = Fields;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(batch) = &self.batch
+                && self.next < batch.num_rows()
+            {
+                let row = self.next;
+                self.next += 1;
+                self.line += 1;
+                let fields = batch.columns().iter().zip(&self.names).map(|(c, name)| cell(c, row, name)).collect();
+                return Some((self.line, fields));
+            }
+            match self.reader.as_mut()?.next() {
+                Some(Ok(batch)) => {
+                    self.batch = Some(batch);
+                    self.next = 0;
+                }
+                Some(Err(e)) => {
+                    // The rest of the file cannot be read: one error for the next row, then stop.
+                    self.reader = None;
+                    self.line += 1;
+                    return Some((self.line, Err(format!("unreadable Parquet data from here on: {e}"))));
+                }
+                None => {
+                    self.reader = None;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// One Parquet cell as the text a CSV field would hold.
+fn cell(column: &ArrayRef, row: usize, name: &str) -> Result<String, String> {
+    if column.is_null(row) {
+        return Err(format!("feature `{name}` is null"));
+    }
+    let text = match column.data_type() {
+        DataType::Utf8 => column.as_string::<i32>().value(row).to_string(),
+        DataType::LargeUtf8 => column.as_string::<i64>().value(row).to_string(),
+        DataType::Utf8View => column.as_string_view().value(row).to_string(),
+        DataType::Boolean => column.as_boolean().value(row).to_string(),
+        DataType::Int8 => column.as_primitive::<Int8Type>().value(row).to_string(),
+        DataType::Int16 => column.as_primitive::<Int16Type>().value(row).to_string(),
+        DataType::Int32 => column.as_primitive::<Int32Type>().value(row).to_string(),
+        DataType::Int64 => column.as_primitive::<Int64Type>().value(row).to_string(),
+        DataType::UInt8 => column.as_primitive::<UInt8Type>().value(row).to_string(),
+        DataType::UInt16 => column.as_primitive::<UInt16Type>().value(row).to_string(),
+        DataType::UInt32 => column.as_primitive::<UInt32Type>().value(row).to_string(),
+        DataType::UInt64 => column.as_primitive::<UInt64Type>().value(row).to_string(),
+        DataType::Float32 => column.as_primitive::<Float32Type>().value(row).to_string(),
+        DataType::Float64 => column.as_primitive::<Float64Type>().value(row).to_string(),
+        DataType::Dictionary(_, _) => {
+            let dict = column.as_any_dictionary();
+            let key = dict.normalized_keys().get(row).copied().ok_or_else(|| format!("feature `{name}`: bad key"))?;
+            return cell(dict.values(), key, name);
+        }
+        other => return Err(format!("feature `{name}`: Parquet column type {other} is not supported")),
+    };
+    Ok(text)
+}
