@@ -220,8 +220,9 @@ impl Setup {
         std::fs::create_dir_all(&dir)
             .map_err(|source| ArtifactError::Cache { path: dir.display().to_string(), source })?;
         let schema = key::schema(&prepared.encoding);
-        let (model, model_origin) = self.model(&dir, &name, &prepared, &schema, progress)?;
-        let (vae, vae_origin) = self.vae(&dir, &name, &prepared, &schema, progress)?;
+        let data = key::data(&prepared.train.data, &prepared.train_labels);
+        let (model, model_origin) = self.model(&dir, &name, &prepared, (&schema, &data), progress)?;
+        let (vae, vae_origin) = self.vae(&dir, &name, &prepared, (&schema, &data), progress)?;
         let scores = blackbox::scores(&model, &prepared.test.data, &prepared.test_labels)
             .map_err(|e| ArtifactError::Train { what: "model".into(), message: e.to_string() })?;
         Ok(Artifacts { name, prepared, model, vae, scores, model_origin, vae_origin })
@@ -254,7 +255,7 @@ impl Setup {
         dir: &Path,
         name: &str,
         p: &Prepared,
-        schema: &str,
+        (schema, data): (&str, &key::Data),
         progress: &dyn Progress,
     ) -> Result<(blackbox::Model, Origin), ArtifactError> {
         let kind = match self.model {
@@ -264,7 +265,7 @@ impl Setup {
         let path = dir.join(format!("{name}-{kind}-seed{}.json", self.seed));
         let (n_cols, classes) = (p.encoding.n_cols(), p.encoding.classes().len());
         let config = TrainConfig { seed: self.seed, ..TrainConfig::for_kind(self.model) };
-        let data = key::data(&p.train.data, Some(&p.train_labels));
+        let data = data.labelled.clone();
         let key = key::combine(data, schema.to_string(), key::options(&(self.model, &config)));
         let artifact = format!("{kind} model");
         let load = |path: &Path| {
@@ -293,7 +294,7 @@ impl Setup {
         dir: &Path,
         name: &str,
         p: &Prepared,
-        schema: &str,
+        (schema, data): (&str, &key::Data),
         progress: &dyn Progress,
     ) -> Result<(Vae, Origin), ArtifactError> {
         let path = dir.join(format!("{name}-vae-seed{}.json", self.seed));
@@ -301,7 +302,7 @@ impl Setup {
         let config = VaeConfig::for_dataset(name).unwrap_or_else(|_| VaeConfig::new(vec![16], 7));
         let config = VaeConfig { seed: self.seed, ..config };
         // The VAE never sees the labels: a relabelled table keeps its VAE.
-        let key = key::combine(key::data(&p.train.data, None), schema.to_string(), key::options(&config));
+        let key = key::combine(data.rows.clone(), schema.to_string(), key::options(&config));
         let artifact = "VAE".to_string();
         let load = |path: &Path| {
             let (v, k) = Vae::load_keyed(path)?;
@@ -369,16 +370,33 @@ mod key {
         })
     }
 
-    /// The encoded rows (row-major f32 bits) and, when given, their labels.
-    pub(super) fn data(rows: &[f32], labels: Option<&[usize]>) -> String {
-        let mut bytes = Vec::with_capacity(16 + rows.len() * 4 + labels.map_or(0, |l| l.len() * 8));
-        bytes.extend_from_slice(&(rows.len() as u64).to_le_bytes());
-        rows.iter().for_each(|v| bytes.extend_from_slice(&v.to_bits().to_le_bytes()));
-        if let Some(labels) = labels {
-            bytes.extend_from_slice(&(labels.len() as u64).to_le_bytes());
-            labels.iter().for_each(|&l| bytes.extend_from_slice(&(l as u64).to_le_bytes()));
+    /// Digests of the encoded training rows: without the labels (the VAE's) and with them
+    /// (the classifier's).
+    pub(super) struct Data {
+        pub rows: String,
+        pub labelled: String,
+    }
+
+    /// The encoded rows (their count, then row-major f32 bits, little-endian) and, for
+    /// [`Data::labelled`], then the labels' count and the labels (u64). One pass over the rows,
+    /// streamed through the hash: no copy of the data is made.
+    pub(super) fn data(rows: &[f32], labels: &[usize]) -> Data {
+        let mut hash = Sha256::new();
+        hash.update((rows.len() as u64).to_le_bytes());
+        let mut buffer = Vec::with_capacity(64 * 1024);
+        for chunk in rows.chunks(16 * 1024) {
+            buffer.clear();
+            chunk.iter().for_each(|v| buffer.extend_from_slice(&v.to_bits().to_le_bytes()));
+            hash.update(&buffer);
         }
-        hex(&Sha256::digest(&bytes))
+        let unlabelled = hex(&hash.clone().finalize());
+        hash.update((labels.len() as u64).to_le_bytes());
+        for chunk in labels.chunks(8 * 1024) {
+            buffer.clear();
+            chunk.iter().for_each(|&l| buffer.extend_from_slice(&(l as u64).to_le_bytes()));
+            hash.update(&buffer);
+        }
+        Data { rows: unlabelled, labelled: hex(&hash.finalize()) }
     }
 
     /// What the encoded columns mean: per feature its name, kind, columns, scaling range (f32
