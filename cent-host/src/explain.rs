@@ -265,6 +265,10 @@ const FALLBACK_ATTEMPTS: usize = 16;
 /// order); later leaves are only used when these give fewer than `n` results.
 const RANKED_LEAVES: usize = 8;
 
+/// Leaves tried beyond `n` for answers with other levers than the ones already found (each
+/// costs a pruning and a sparsifying pass).
+const DIVERSITY_LOOKAHEAD: usize = 3;
+
 /// Node capacity of the graph and search for trees of the default size (the host's full
 /// capacity, [`crate::profile::NODES`], is used only for larger trees).
 const SMALL_TREE: usize = 255;
@@ -1011,22 +1015,34 @@ impl<'a> Explainer<'a> {
             }
         }
         let mut slots: Vec<Option<(Candidate, usize, f32)>> = confirmed.into_iter().map(Some).collect();
+        // Answers that change exactly the features an earlier answer changes (the same levers,
+        // e.g. two nearby capital gains) wait until no answer with other levers is found among
+        // the next leaves; they fill the slots that are left, in order.
+        let mut same_levers: Vec<Counterfactual> = Vec::new();
+        let mut tried = 0;
         for (i, agreement) in chosen {
-            if out.counterfactuals.len() >= self.config.n {
+            let found = out.counterfactuals.len();
+            // Enough answers with their own levers; or enough in all, and the look-ahead for
+            // other levers is spent.
+            if found >= self.config.n
+                || (found + same_levers.len() >= self.config.n && tried >= self.config.n + DIVERSITY_LOOKAHEAD)
+            {
                 break;
             }
             let Some((c, class, p)) = slots[i].take() else { continue };
+            tried += 1;
             let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
             let (x_new, class, p) = self.sparsify(x, query, target, target_classes, x_new, class, p)?;
             // The reported agreement is the final point's, not the candidate's it came from.
             let agreement = agreement.map(|_| self.agreement(&x_new, target_classes)[0]);
             // Two leaves may prune down to the same point: it is reported once.
-            if out.counterfactuals.iter().any(|cf| cf.encoded == x_new) {
+            let seen = |cf: &Counterfactual| cf.encoded == x_new;
+            if out.counterfactuals.iter().any(seen) || same_levers.iter().any(seen) {
                 continue;
             }
-            let rank = out.counterfactuals.len() + 1;
-            out.counterfactuals.push(Counterfactual {
-                rank,
+            let levers = self.changed_mask(x, &x_new);
+            let cf = Counterfactual {
+                rank: 0,
                 class: ClassOut { index: class, name: self.class_name(class), probability: p },
                 cost: c.cost as f64 / SCALE as f64,
                 l0: counterfactual::changed_features(&self.schema, x, &x_new).count(),
@@ -1036,9 +1052,30 @@ impl<'a> Explainer<'a> {
                 changes: self.changes(x, &x_new),
                 encoded: x_new,
                 leaf: c.leaf,
-            });
+            };
+            if out.counterfactuals.iter().any(|prev| self.changed_mask(x, &prev.encoded) == levers) {
+                same_levers.push(cf);
+            } else {
+                out.counterfactuals.push(cf);
+            }
+        }
+        let room = self.config.n.saturating_sub(out.counterfactuals.len());
+        out.counterfactuals.extend(same_levers.into_iter().take(room));
+        for (k, cf) in out.counterfactuals.iter_mut().enumerate() {
+            cf.rank = k + 1;
         }
         Ok(())
+    }
+
+    /// Which logical features `x_new` changes from `x`, one flag per feature.
+    fn changed_mask(&self, x: &[f32], x_new: &[f32]) -> Vec<bool> {
+        let mut mask = vec![false; self.schema.features().len()];
+        for j in counterfactual::changed_features(&self.schema, x, x_new) {
+            if let Some(m) = mask.get_mut(j) {
+                *m = true;
+            }
+        }
+        mask
     }
 
     /// Per row (row-major, encoded), the share of its [`AGREEMENT_K`] nearest pool points in

@@ -188,6 +188,53 @@ pub fn cent_dominated_by(results: &[MethodResult]) -> Option<Vec<MethodKind>> {
     Some(dominated_by(&cent.summary, &others))
 }
 
+/// How different CEnt's answers to one person are, when several are asked for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diversity {
+    /// Answers asked for per factual.
+    pub n: usize,
+    /// Mean verified answers per factual, over the factuals with at least one.
+    pub answers_mean: f64,
+    /// Factuals with at least two verified answers.
+    pub factuals_with_several: usize,
+    /// Over those factuals, the mean of the mean pairwise Jaccard distance between the answers'
+    /// sets of changed features: 1 when no two answers share a feature, 0 when all change the
+    /// same ones.
+    pub jaccard_distance: f64,
+    /// Of all answer pairs of one factual, the share that change exactly the same features.
+    pub same_levers_share: f64,
+}
+
+impl Diversity {
+    /// From each factual's answers' changed-feature sets.
+    pub fn of(n: usize, per_factual: &[Vec<Vec<usize>>]) -> Diversity {
+        let with_any: Vec<&Vec<Vec<usize>>> = per_factual.iter().filter(|a| !a.is_empty()).collect();
+        let answers_mean = mean(with_any.iter().map(|a| a.len() as f64));
+        let (mut distances, mut pairs, mut same) = (Vec::new(), 0usize, 0usize);
+        for answers in per_factual.iter().filter(|a| a.len() >= 2) {
+            let mut d = Vec::new();
+            for i in 0..answers.len() {
+                for j in i + 1..answers.len() {
+                    let (a, b) = (&answers[i], &answers[j]);
+                    let common = a.iter().filter(|f| b.contains(f)).count();
+                    let union = a.len() + b.len() - common;
+                    d.push(if union == 0 { 0.0 } else { 1.0 - common as f64 / union as f64 });
+                    pairs += 1;
+                    same += usize::from(common == a.len() && common == b.len());
+                }
+            }
+            distances.push(mean(d.into_iter()));
+        }
+        Diversity {
+            n,
+            answers_mean,
+            factuals_with_several: distances.len(),
+            jaccard_distance: mean(distances.into_iter()),
+            same_levers_share: if pairs == 0 { 0.0 } else { same as f64 / pairs as f64 },
+        }
+    }
+}
+
 /// CEnt's summary at one plausibility setting of the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepPoint {
@@ -277,6 +324,47 @@ impl<'a> Bench<'a> {
             points.push(SweepPoint { plausibility, default: is_default, summary });
         }
         Ok(points)
+    }
+
+    /// CEnt asked for `n` answers on every factual: how far apart the answers' levers are.
+    /// Each answer is verified (the model's target class and the constraint check) like the
+    /// headline's; an answer that fails is not counted.
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails on a factual.
+    pub fn diversity(&mut self, factuals: &[usize], n: usize) -> Result<Diversity, ModelError> {
+        let configured = self.explainer.config.n;
+        self.explainer.config.n = n;
+        let result = self.answer_levers(factuals);
+        self.explainer.config.n = configured;
+        let per_factual = result?;
+        Ok(Diversity::of(n, &per_factual))
+    }
+
+    /// Per factual, the changed-feature set of each verified answer.
+    fn answer_levers(&self, factuals: &[usize]) -> Result<Vec<Vec<Vec<usize>>>, ModelError> {
+        let mut out = Vec::with_capacity(factuals.len());
+        for &r in factuals {
+            let x = self.prepared.test.row(r);
+            let fact_class = self.model.predict(x)?.first().copied().unwrap_or(0);
+            let target = (fact_class + 1) % self.model.classes().max(1);
+            let problem = self.problem();
+            let answers = match self.explainer.explain(x, &self.query, Some(target)) {
+                Ok(e) => e.counterfactuals,
+                Err(explain::ExplainError::Model(m)) => return Err(m),
+                Err(_) => Vec::new(),
+            };
+            let mut levers = Vec::new();
+            for cf in answers {
+                let changed: Vec<usize> =
+                    cent_nostd::counterfactual::changed_features(&self.schema, x, &cf.encoded).collect();
+                if problem.verify(x, cf.encoded, target).is_ok() {
+                    levers.push(changed);
+                }
+            }
+            out.push(levers);
+        }
+        Ok(out)
     }
 
     /// Runs `method` on every factual and measures the results. A model failure inside a
@@ -503,6 +591,18 @@ mod tests {
         assert!((s.latency_ms_mean - 25.0).abs() < 1e-12 && (s.latency_ms_median - 25.0).abs() < 1e-12);
         assert!((s.latency_ms_max - 40.0).abs() < 1e-12);
         assert!((s.fidelity.unwrap() - 0.85).abs() < 1e-12);
+    }
+
+    #[test]
+    fn test_diversity_by_hand() {
+        // Factual 1: {0,1} vs {2} (distance 1) and {0,1} vs {0,1} (0, same levers), {2} vs
+        // {0,1} (1): mean 2/3. Factual 2: {3} vs {3,4}: 1 - 1/2. Factual 3: one answer. 4: none.
+        let per = vec![vec![vec![0, 1], vec![2], vec![0, 1]], vec![vec![3], vec![3, 4]], vec![vec![5]], vec![]];
+        let d = Diversity::of(3, &per);
+        assert_eq!(d.factuals_with_several, 2);
+        assert!((d.answers_mean - 2.0).abs() < 1e-12, "{d:?}");
+        assert!((d.jaccard_distance - (2.0 / 3.0 + 0.5) / 2.0).abs() < 1e-12, "{d:?}");
+        assert!((d.same_levers_share - 0.25).abs() < 1e-12, "{d:?}");
     }
 
     #[test]

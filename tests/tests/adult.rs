@@ -233,3 +233,39 @@ fn test_widening_the_neighbourhood_recovers_unconfirmed_queries() {
     assert!(recovered > 0, "no query needed a wider neighbourhood");
     assert_eq!(lost, 0, "widening must not lose an answer the first neighbourhood gives");
 }
+
+/// Several answers to one person use different levers first: an answer that changes exactly
+/// the features of an earlier one comes only after every answer with levers of its own; the
+/// first answer is the one asked for alone (`n = 1`). (The share of answer pairs with the same
+/// levers is measured by `cent evaluate`, "Different levers".)
+#[test]
+fn test_answers_with_other_levers_come_before_repeats() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let query = schema.default_query();
+    let explainer = |n: usize| {
+        Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config { n, ..Config::default() })
+            .expect("the built-in model labels the pool")
+    };
+    let (three, one) = (explainer(3), explainer(1));
+    let mut pairs = 0;
+    for row in 0..30 {
+        let x = a.prepared.test.row(row);
+        let Ok(e) = three.explain(x, &query, None) else { continue };
+        let alone = one.explain(x, &query, None).expect("found with n = 3, so with n = 1");
+        assert_eq!(e.counterfactuals[0].encoded, alone.counterfactuals[0].encoded, "row {row}: the first answer");
+        let levers: Vec<Vec<usize>> = e
+            .counterfactuals
+            .iter()
+            .map(|cf| counterfactual::changed_features(&schema, x, &cf.encoded).collect())
+            .collect();
+        let repeats: Vec<bool> = (0..levers.len()).map(|k| levers[..k].contains(&levers[k])).collect();
+        if let Some(first) = repeats.iter().position(|&r| r) {
+            assert!(repeats[first..].iter().all(|&r| r), "row {row}: a new lever after a repeat: {levers:?}");
+        }
+        pairs += levers.len() * levers.len().saturating_sub(1) / 2;
+        assert!(e.counterfactuals.iter().enumerate().all(|(k, cf)| cf.rank == k + 1), "row {row}: ranks in order");
+    }
+    assert!(pairs >= 20, "only {pairs} answer pairs: the rows should give several answers");
+}

@@ -193,6 +193,9 @@ fn methods(args: &EvaluateArgs) -> Vec<MethodKind> {
 }
 
 /// Runs the chosen methods on one pair's factuals.
+/// Answers CEnt is asked for when its answers' diversity is measured (`explain`'s default).
+const DIVERSITY_N: usize = 3;
+
 fn evaluate_pair(
     a: &Artifacts,
     model: &dyn BlackBox,
@@ -229,6 +232,11 @@ fn evaluate_pair(
         results.push(r);
     }
     let run_seconds = run_start.elapsed().as_secs_f64();
+    let diversity = if results.iter().any(|r| r.summary.method == MethodKind::Cent) {
+        Some(bench.diversity(&factuals, DIVERSITY_N)?)
+    } else {
+        None
+    };
     let sweep_start = Instant::now();
     let sweep = match results.iter().find(|r| r.summary.method == MethodKind::Cent) {
         Some(cent) => {
@@ -257,6 +265,7 @@ fn evaluate_pair(
         sweep_seconds: sweep_start.elapsed().as_secs_f64(),
         results,
         sweep,
+        diversity,
     })
 }
 

@@ -274,6 +274,7 @@ mod tests {
             sweep_seconds: 0.0,
             results: vec![result(MethodKind::Cent, &[0.1, 0.2, 0.4]), result(MethodKind::Nun, &[1.0, 2.0])],
             sweep: vec![],
+            diversity: None,
         };
         let dir = std::env::temp_dir().join(format!("cent-plots-{}", std::process::id()));
         let files = write_all(&dir, &[pair]).expect("plots are written");

@@ -1,7 +1,7 @@
 //! Text forms of evaluation results: markdown tables, the full markdown report of
 //! `cent evaluate --all`, and CSV rows.
 
-use super::{MethodKind, MethodResult, Row, Summary, SweepPoint};
+use super::{Diversity, MethodKind, MethodResult, Row, Summary, SweepPoint};
 use std::fmt::Write as _;
 
 /// One dataset × model pair's results.
@@ -25,6 +25,8 @@ pub struct PairReport {
     pub results: Vec<MethodResult>,
     /// CEnt's plausibility sweep (empty when none was run).
     pub sweep: Vec<SweepPoint>,
+    /// CEnt asked for several answers per factual (when CEnt was run).
+    pub diversity: Option<Diversity>,
 }
 
 /// How the report was produced.
@@ -180,6 +182,32 @@ fn headline(pairs: &[PairReport]) -> String {
 }
 
 /// The full markdown report of `cent evaluate --all`.
+/// CEnt's answers when three are asked for: how many, and how far apart their levers are.
+pub fn diversity_table(pairs: &[PairReport]) -> String {
+    let mut out = String::from(
+        "## Different levers\n\nCEnt asked for several answers per factual (`--n`): the mean number of verified answers, the \
+         factuals with two or more, the mean pairwise Jaccard distance between their sets of changed features (1: no \
+         feature in common), and the share of answer pairs that change exactly the same features.\n\n\
+         | dataset | model | n | answers (mean) | factuals with ≥ 2 | Jaccard distance | same-lever pairs |\n|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for p in pairs {
+        if let Some(d) = &p.diversity {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.2} | {} | {:.2} | {:.2} |",
+                p.dataset,
+                p.model,
+                d.n,
+                d.answers_mean,
+                d.factuals_with_several,
+                d.jaccard_distance,
+                d.same_levers_share
+            );
+        }
+    }
+    out
+}
+
 pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Evaluation results\n");
@@ -192,6 +220,7 @@ pub fn markdown(pairs: &[PairReport], meta: &Meta) -> String {
         meta.factuals, meta.seed, meta.total_seconds, meta.machine
     );
     let _ = writeln!(out, "## CEnt on every pair\n\n{}", headline(pairs));
+    let _ = writeln!(out, "{}", diversity_table(pairs));
     let _ = writeln!(out, "## Every method, per pair\n");
     for p in pairs {
         let _ = writeln!(
@@ -385,6 +414,7 @@ mod tests {
             sweep_seconds: 0.0,
             results: vec![result, face],
             sweep: vec![],
+            diversity: None,
         };
         let meta = Meta {
             command: "cent evaluate --all".into(),
