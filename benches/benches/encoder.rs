@@ -1,4 +1,4 @@
-//! Quantized (A16W8, integer-only) MLP forward pass against its float reference.
+//! Quantized (A16W8: int8 weights, integer-only) MLP forward pass against its float reference.
 //!
 //! Two shapes: an Adult-like encoder (46 columns -> 25 ReLU -> 8 latent) and the widest one the
 //! capacities allow at two layers (64 -> 64 ReLU -> 16). The float reference runs the same

@@ -10,6 +10,7 @@ use crate::atlas::{self, Atlas, AtlasError, AtlasParams, PoolData};
 use crate::blackbox::{BlackBox, ModelKind};
 use crate::quantize::{QuantizeError, QuantizedMlp, quantize_mlp};
 use cent_nostd::bundle::{self, Bundle, BundleError, LayerParts, MlpParts, Parts, SchemaParts};
+use cent_nostd::encoder::WeightWidth;
 use cent_nostd::schema::Schema;
 use serde::Serialize;
 use thiserror::Error;
@@ -84,12 +85,13 @@ pub fn bundle_name(dataset: &str, model: ModelKind, seed: u64) -> String {
 }
 
 /// Builds the atlas of `a` (pool = training split, labelled by `a.model`), quantizes the
-/// encoder and the model with the training rows as calibration, and writes the bundle.
+/// encoder and the model to weights of `weights` with the training rows as calibration, and
+/// writes the bundle.
 /// `params.seed` names the bundle and seeds k-means: pass the seed `a` was loaded with.
 ///
 /// # Errors
 /// [`ExportError`] naming the step that failed.
-pub fn export(a: &Artifacts, params: AtlasParams) -> Result<Export, ExportError> {
+pub fn export(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Result<Export, ExportError> {
     let schema = crate::profile::device_schema(&a.prepared.encoding.to_core_schema())
         .map_err(|error| ExportError::Device { dataset: a.name.clone(), error })?;
     let rows = &a.prepared.train.data;
@@ -97,7 +99,7 @@ pub fn export(a: &Artifacts, params: AtlasParams) -> Result<Export, ExportError>
     let labels = a.model.classify(rows);
     let pool = PoolData { rows, z: &z, latent: a.vae.latent(), labels: &labels };
     let atlas = atlas::build(pool, &schema, a.model.classes(), params).map_err(ExportError::Atlas)?;
-    let quantize = |what, mlp| quantize_mlp(mlp, rows).map_err(|error| ExportError::Quantize { what, error });
+    let quantize = |what, mlp| quantize_mlp(mlp, rows, weights).map_err(|error| ExportError::Quantize { what, error });
     let encoder = quantize("VAE encoder", &a.vae.encoder)?;
     let classifier = quantize("classifier", &a.model.mlp)?;
     let name = bundle_name(&a.name, a.model.kind, params.seed);
@@ -111,8 +113,8 @@ pub fn export(a: &Artifacts, params: AtlasParams) -> Result<Export, ExportError>
 ///
 /// # Errors
 /// As [`export`].
-pub fn write_bundle(a: &Artifacts, params: AtlasParams) -> Result<Vec<u8>, ExportError> {
-    export(a, params).map(|e| e.bytes)
+pub fn write_bundle(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Result<Vec<u8>, ExportError> {
+    export(a, params, weights).map(|e| e.bytes)
 }
 
 /// Writes the bundle of already-built parts, checks that the device loader accepts it, and
@@ -156,6 +158,7 @@ fn mlp_parts(m: &QuantizedMlp) -> Result<MlpParts<'_>, ExportError> {
             inputs: l.inputs,
             outputs: l.outputs,
             activation: l.activation,
+            weight_width: l.weight_width,
             weights: &l.weights,
             bias: &l.bias,
             multiplier: &l.multiplier,
@@ -231,7 +234,7 @@ mod tests {
         let rows: Vec<f32> = (0..20).flat_map(|i| [i as f32 / 19.0, 0.5]).collect();
         let labels: Vec<usize> = (0..20).map(|i| usize::from(i >= 10)).collect();
         let tree = surrogate::fit(&rows, 2, &labels, 2, &[true, true], TreeParams::default()).unwrap();
-        let encoder = quantize_mlp(&identity(2), &rows).unwrap();
+        let encoder = quantize_mlp(&identity(2), &rows, WeightWidth::I8).unwrap();
         let atlas = Atlas {
             latent: 2,
             anchors: vec![0.2, 0.5, 0.8, 0.5],

@@ -534,6 +534,7 @@ mod tests {
     use crate::quantize::quantize_mlp;
     use crate::surrogate::{self, TreeParams};
     use cent_nostd::atlas::NotFound;
+    use cent_nostd::encoder::WeightWidth;
     use cent_nostd::schema::Feature;
 
     fn dense(weights: Vec<f32>, bias: Vec<f32>, activation: Activation) -> layers::Mlp {
@@ -550,7 +551,10 @@ mod tests {
         let tree = surrogate::fit(&rows, 2, &labels, 2, &[true, true], TreeParams::default()).unwrap();
         let encoder = dense(vec![1.0, 0.0, 0.0, 1.0], vec![0.0, 0.0], Activation::Identity);
         let classifier = dense(vec![-20.0, 0.0, 20.0, 0.0], vec![10.0, -10.0], Activation::Softmax);
-        let (qe, qc) = (quantize_mlp(&encoder, &rows).unwrap(), quantize_mlp(&classifier, &rows).unwrap());
+        let (qe, qc) = (
+            quantize_mlp(&encoder, &rows, WeightWidth::I8).unwrap(),
+            quantize_mlp(&classifier, &rows, WeightWidth::I8).unwrap(),
+        );
         let trees = vec![tree.clone(), tree];
         let atlas = atlas::Atlas { latent: 2, anchors: vec![0.2, 0.5, 0.8, 0.5], anchor_class: vec![0, 1], trees };
         let (bytes, _) = crate::export::assemble("tiny", &schema, &qe, Some(&qc), &atlas).unwrap();

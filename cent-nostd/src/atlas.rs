@@ -256,7 +256,7 @@ pub struct Options {
     pub max_search: u8,
     /// Least lead of the target class over the runner-up, in logits, for the on-device
     /// classifier to confirm a candidate ([`CONFIRM_LEAD`] by default). A candidate closer than
-    /// this to the int8 classifier's boundary may be on the other side for the full-precision
+    /// this to the quantized classifier's boundary may be on the other side for the full-precision
     /// model; the next margin of the ladder, further inside the leaf, is tried instead.
     pub lead: f32,
 }
@@ -267,8 +267,9 @@ impl Default for Options {
     }
 }
 
-/// Default [`Options::lead`]: a few times the logit error the A16W8 classifier shows against
-/// its float weights on the built-in datasets (`cent validate` reports the resulting agreement).
+/// Default [`Options::lead`]: a few times the logit error an A16W8 classifier shows against its
+/// float weights on the built-in datasets (A16W16's is far smaller; `cent validate` reports the
+/// resulting agreement).
 pub const CONFIRM_LEAD: f32 = 0.25;
 
 /// Margin divisors tried per contrast leaf, as multiples of the query's `m`: the inward margin

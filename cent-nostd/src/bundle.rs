@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 
 /// First bytes of every bundle.
 pub const MAGIC: [u8; 4] = *b"CENT";
-/// The format version this build reads and writes (2: features carry `ordered`).
-pub const VERSION: u16 = 2;
+/// The format version this build reads and writes (2: features carry `ordered`; 3: layers
+/// carry their weight width).
+pub const VERSION: u16 = 3;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 14;
 
@@ -103,6 +104,8 @@ pub struct LayerParts<'a> {
     pub inputs: u16,
     pub outputs: u16,
     pub activation: u8,
+    /// [`crate::encoder::WeightWidth::code`]: bytes per weight.
+    pub weight_width: u8,
     pub weights: &'a [u8],
     pub bias: &'a [u8],
     pub multiplier: &'a [u8],
@@ -253,6 +256,7 @@ impl<'a> MlpParts<'a> {
                 inputs: l.inputs,
                 outputs: l.outputs,
                 activation: l.activation,
+                weight_width: l.weight_width,
                 weights: l.weights,
                 bias: l.bias,
                 multiplier: l.multiplier,
@@ -444,6 +448,7 @@ pub(crate) mod tests {
                 inputs: 2,
                 outputs: 2,
                 activation: 0,
+                weight_width: 1,
                 weights,
                 bias,
                 multiplier: &self.mult,
@@ -581,10 +586,10 @@ pub(crate) mod tests {
     #[test]
     fn test_version_and_foreign_files() {
         let mut bytes = Fixture::new().bytes();
-        bytes[4] = 1;
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 1 });
-        bytes[4] = 3;
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 3 });
+        bytes[4] = 2; // the format before layers carried their weight width
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 2 });
+        bytes[4] = 4;
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 4 });
         assert_eq!(Bundle::from_bytes(b"\x89PNG\r\n\x1a\n0000000000").unwrap_err(), BundleError::Magic);
         assert_eq!(Bundle::from_bytes(b"").unwrap_err(), BundleError::Length);
     }

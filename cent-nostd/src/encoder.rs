@@ -1,7 +1,8 @@
-//! Quantized dense layers (A16W8) as zero-copy, validated views over parameter bytes.
+//! Quantized dense layers (A16W8 or A16W16) as zero-copy, validated views over parameter bytes.
 //!
-//! The parameters are borrowed from a bundle that lives in flash: int8 weights (row-major
-//! `[outputs][inputs]`), int32 little-endian biases at scale `in_scale · w_scale[o]`, and a
+//! The parameters are borrowed from a bundle that lives in flash: int8 or int16 little-endian
+//! weights ([`WeightWidth`], one per layer; row-major `[outputs][inputs]`), little-endian biases
+//! at scale `in_scale · w_scale[o]` (int32 with int8 weights, int64 with int16), and a
 //! per-output-channel Q31 multiplier + shift (see [`crate::quant`]) that maps the accumulator to
 //! the next int16 activation. [`Dense::new`] and [`Mlp::new`] check every length, width, code and
 //! scale once; [`Mlp::forward`] then runs integer-only, without re-checks, on two stack buffers of
@@ -14,9 +15,11 @@ use crate::capacity::{LAYERS, WIDTH};
 use crate::quant::{self, SHIFT_MAX, SHIFT_MIN};
 use core::fmt;
 
-// The dot product accumulates in i32: at most WIDTH products of an i8 (|w| <= 128) and an i16
-// (|x| <= 32768) cannot overflow, whatever the parameter bytes are.
+// An int8 row accumulates in i32: at most WIDTH products of an i8 (|w| <= 128) and an i16
+// (|x| <= 32768) cannot overflow, whatever the parameter bytes are. An int16 row accumulates in
+// i64 (WIDTH products of at most 2^30 each).
 const _: () = assert!(WIDTH * 128 * 32_768 <= i32::MAX as usize);
+const _: () = assert!((WIDTH as u64) << 30 <= i64::MAX as u64);
 // Widths are stored as u16 and layer indices reported as u8.
 const _: () = assert!(WIDTH <= u16::MAX as usize && LAYERS <= u8::MAX as usize);
 
@@ -47,6 +50,56 @@ impl Activation {
     }
 }
 
+/// How wide one weight is on the wire: int8 (the smallest bundle) or int16 (the closest to the
+/// float model: its error is 1/256 of int8's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WeightWidth {
+    I8,
+    I16,
+}
+
+impl WeightWidth {
+    /// The wire code: the bytes of one weight (1 or 2).
+    pub const fn code(self) -> u8 {
+        match self {
+            WeightWidth::I8 => 1,
+            WeightWidth::I16 => 2,
+        }
+    }
+
+    /// Parses a wire code; `None` for an unknown one.
+    pub const fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(WeightWidth::I8),
+            2 => Some(WeightWidth::I16),
+            _ => None,
+        }
+    }
+
+    /// Bytes of one weight.
+    pub const fn bytes(self) -> usize {
+        self.code() as usize
+    }
+
+    /// Bytes of one bias: int32 with int8 weights, int64 with int16 weights (whose finer
+    /// accumulator step puts a bias of a few units beyond int32).
+    pub const fn bias_bytes(self) -> usize {
+        match self {
+            WeightWidth::I8 => 4,
+            WeightWidth::I16 => 8,
+        }
+    }
+
+    /// The largest weight magnitude in steps (symmetric range, zero point 0).
+    pub const fn max(self) -> i32 {
+        match self {
+            WeightWidth::I8 => i8::MAX as i32,
+            WeightWidth::I16 => i16::MAX as i32,
+        }
+    }
+}
+
 /// What is wrong with one layer's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -54,9 +107,11 @@ impl Activation {
 pub enum LayerFault {
     /// Zero inputs or zero outputs.
     Width,
-    /// `weights` is not `inputs · outputs` bytes.
+    /// `weights` is not `inputs · outputs` weights of the layer's width.
     Weights,
-    /// `bias` is not `4 · outputs` bytes.
+    /// Unknown weight width code.
+    WeightWidth,
+    /// `bias` is not [`WeightWidth::bias_bytes`]` · outputs` bytes.
     Bias,
     /// `multiplier` is not `4 · outputs` bytes.
     Multiplier,
@@ -72,8 +127,9 @@ impl fmt::Display for LayerFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             LayerFault::Width => "zero inputs or outputs",
-            LayerFault::Weights => "weights length is not inputs * outputs",
-            LayerFault::Bias => "bias length is not 4 * outputs",
+            LayerFault::Weights => "weights length is not inputs * outputs * weight bytes",
+            LayerFault::WeightWidth => "unknown weight width code",
+            LayerFault::Bias => "bias length is not outputs * bias bytes",
             LayerFault::Multiplier => "multiplier length is not 4 * outputs",
             LayerFault::Shift => "shift length is not outputs",
             LayerFault::Activation => "unknown activation code",
@@ -133,9 +189,12 @@ pub struct DenseParts<'a> {
     pub outputs: u16,
     /// [`Activation::code`]: 0 identity, 1 relu.
     pub activation: u8,
-    /// i8 weights, row-major `[outputs][inputs]`.
+    /// [`WeightWidth::code`]: 1 int8, 2 int16.
+    pub weight_width: u8,
+    /// Weights of that width (int16 little-endian), row-major `[outputs][inputs]`.
     pub weights: &'a [u8],
-    /// i32 little-endian per output, at scale `in_scale · w_scale[o]`.
+    /// Little-endian per output ([`WeightWidth::bias_bytes`]: i32 or i64), at scale
+    /// `in_scale · w_scale[o]`.
     pub bias: &'a [u8],
     /// i32 little-endian Q31 multiplier per output (`in_scale · w_scale[o] / out_scale`).
     pub multiplier: &'a [u8],
@@ -149,6 +208,7 @@ pub struct Dense<'a> {
     inputs: usize,
     outputs: usize,
     activation: Activation,
+    width: WeightWidth,
     weights: &'a [u8],
     bias: &'a [u8],
     multiplier: &'a [u8],
@@ -170,11 +230,12 @@ impl<'a> Dense<'a> {
         if inputs > WIDTH || outputs > WIDTH {
             return Err(EncoderError::Capacity);
         }
-        check_lengths(&parts, inputs, outputs).map_err(fault)?;
+        let width = WeightWidth::from_code(parts.weight_width).ok_or(fault(LayerFault::WeightWidth))?;
+        check_lengths(&parts, width, inputs, outputs).map_err(fault)?;
         let activation = Activation::from_code(parts.activation).ok_or(fault(LayerFault::Activation))?;
         check_requant(parts.multiplier, parts.shift).map_err(fault)?;
         let DenseParts { weights, bias, multiplier, shift, .. } = parts;
-        Ok(Dense { inputs, outputs, activation, weights, bias, multiplier, shift })
+        Ok(Dense { inputs, outputs, activation, width, weights, bias, multiplier, shift })
     }
 
     pub fn inputs(&self) -> usize {
@@ -187,6 +248,10 @@ impl<'a> Dense<'a> {
 
     pub fn activation(&self) -> Activation {
         self.activation
+    }
+
+    pub fn weight_width(&self) -> WeightWidth {
+        self.width
     }
 
     /// Runs the layer on `inputs()` int16 activations, writing `outputs()` values into `out`.
@@ -208,10 +273,16 @@ impl<'a> Dense<'a> {
     /// The hot loop: lengths were validated in [`Dense::new`]; `x` may be longer than
     /// `inputs()` (the extra values are ignored) and only the first `outputs()` of `out` are set.
     fn apply(&self, x: &[i16], out: &mut [i16]) {
-        let rows = self.weights.chunks_exact(self.inputs);
-        let requant = self.bias.chunks_exact(4).zip(self.multiplier.chunks_exact(4)).zip(self.shift);
+        let rows = self.weights.chunks_exact(self.inputs * self.width.bytes());
+        let biases = self.bias.chunks_exact(self.width.bias_bytes());
+        let requant = biases.zip(self.multiplier.chunks_exact(4)).zip(self.shift);
         for ((y, row), ((bias, multiplier), &shift)) in out.iter_mut().zip(rows).zip(requant) {
-            let acc = dot(row, x) as i64 + read_i32(bias) as i64;
+            let dot = match self.width {
+                WeightWidth::I8 => dot_i8(row, x) as i64,
+                WeightWidth::I16 => dot_i16(row, x),
+            };
+            // Saturating: an int64 bias from arbitrary bytes may sit at the end of the range.
+            let acc = dot.saturating_add(read_bias(bias));
             let q = quant::requantize_i16(acc, read_i32(multiplier), shift as i8);
             *y = match self.activation {
                 Activation::Identity => q,
@@ -222,11 +293,11 @@ impl<'a> Dense<'a> {
 }
 
 /// Checks the four parameter slices against the layer's shape.
-fn check_lengths(parts: &DenseParts<'_>, inputs: usize, outputs: usize) -> Result<(), LayerFault> {
-    if parts.weights.len() != inputs * outputs {
+fn check_lengths(parts: &DenseParts<'_>, width: WeightWidth, inputs: usize, outputs: usize) -> Result<(), LayerFault> {
+    if parts.weights.len() != inputs * outputs * width.bytes() {
         return Err(LayerFault::Weights);
     }
-    if parts.bias.len() != 4 * outputs {
+    if parts.bias.len() != width.bias_bytes() * outputs {
         return Err(LayerFault::Bias);
     }
     if parts.multiplier.len() != 4 * outputs {
@@ -246,8 +317,26 @@ fn check_requant(multiplier: &[u8], shift: &[u8]) -> Result<(), LayerFault> {
 }
 
 /// Σ w_i · x_i over the row (int8 weights as bytes, int16 activations).
-fn dot(row: &[u8], x: &[i16]) -> i32 {
+fn dot_i8(row: &[u8], x: &[i16]) -> i32 {
     row.iter().zip(x).fold(0i32, |acc, (&w, &v)| acc + (w as i8 as i32) * (v as i32))
+}
+
+/// Σ w_i · x_i over the row (int16 little-endian weights, int16 activations).
+fn dot_i16(row: &[u8], x: &[i16]) -> i64 {
+    row.chunks_exact(2).zip(x).fold(0i64, |acc, (w, &v)| acc + (read_i16(w) as i32 * v as i32) as i64)
+}
+
+/// A little-endian i32 or i64 bias from a 4- or 8-byte chunk.
+fn read_bias(bytes: &[u8]) -> i64 {
+    match <[u8; 8]>::try_from(bytes) {
+        Ok(wide) => i64::from_le_bytes(wide),
+        Err(_) => read_i32(bytes) as i64,
+    }
+}
+
+/// A little-endian i16 from a 2-byte chunk (`chunks_exact(2)` guarantees the length).
+fn read_i16(bytes: &[u8]) -> i16 {
+    <[u8; 2]>::try_from(bytes).map_or(0, i16::from_le_bytes)
 }
 
 /// A little-endian i32 from a 4-byte chunk (`chunks_exact(4)` guarantees the length).
@@ -443,12 +532,17 @@ mod tests {
         values.iter().map(|&v| v as u8).collect()
     }
 
+    fn words(values: &[i16]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
     /// Owned parameter bytes of one layer, for building [`DenseParts`] in tests.
     #[derive(Debug, Clone)]
     struct Owned {
         inputs: u16,
         outputs: u16,
         activation: u8,
+        weight_width: u8,
         weights: Vec<u8>,
         bias: Vec<u8>,
         multiplier: Vec<u8>,
@@ -461,6 +555,7 @@ mod tests {
                 inputs: self.inputs,
                 outputs: self.outputs,
                 activation: self.activation,
+                weight_width: self.weight_width,
                 weights: &self.weights,
                 bias: &self.bias,
                 multiplier: &self.multiplier,
@@ -475,11 +570,21 @@ mod tests {
             inputs: 2,
             outputs: 2,
             activation,
+            weight_width: 1,
             weights: bytes(&[1, 2, -3, 4]),
             bias: le(&[10, -1]),
             multiplier: [HALF_LE, HALF_LE].concat(),
             shift: vec![0, 0],
         }
+    }
+
+    fn le64(values: &[i64]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// [`tiny`] with the same weights stored as int16 (and its biases as int64).
+    fn tiny16(activation: u8) -> Owned {
+        Owned { weight_width: 2, weights: words(&[1, 2, -3, 4]), bias: le64(&[10, -1]), ..tiny(activation) }
     }
 
     fn layer_fault(owned: &Owned) -> Result<Dense<'_>, EncoderError> {
@@ -520,6 +625,24 @@ mod tests {
         let mut o = tiny(0);
         o.shift.push(0);
         assert_eq!(layer_fault(&o), fault(LayerFault::Shift));
+        // int16 weights take two bytes each: the int8 length is wrong for them, and vice versa.
+        let mut o = tiny16(0);
+        o.weights.truncate(4);
+        assert_eq!(layer_fault(&o), fault(LayerFault::Weights));
+        let mut o = tiny16(0);
+        o.weights.pop();
+        assert_eq!(layer_fault(&o), fault(LayerFault::Weights));
+        let mut o = tiny(0);
+        o.weight_width = 2;
+        assert_eq!(layer_fault(&o), fault(LayerFault::Weights));
+        let mut o = tiny16(0);
+        o.bias = le(&[10, -1]);
+        assert_eq!(layer_fault(&o), fault(LayerFault::Bias));
+        for code in [0, 3, 255] {
+            let mut o = tiny(0);
+            o.weight_width = code;
+            assert_eq!(layer_fault(&o), fault(LayerFault::WeightWidth));
+        }
     }
 
     #[test]
@@ -563,6 +686,33 @@ mod tests {
         let mlp = Mlp::new(&[relu.parts()], 0.5, 0.25).unwrap();
         mlp.forward(&[1.0, -1.5], &mut out[..2]).unwrap();
         assert_eq!(out[..2], [3, 0]);
+        // The same weights as int16 give the same integers.
+        for (owned, want) in [(tiny16(0), [3, -10]), (tiny16(1), [3, 0])] {
+            let dense = layer_fault(&owned).unwrap();
+            assert_eq!(dense.weight_width(), WeightWidth::I16);
+            let mut out = [0i16; 2];
+            dense.forward(&[2, -3], &mut out).unwrap();
+            assert_eq!(out, want);
+        }
+    }
+
+    #[test]
+    fn test_int16_weights_use_their_full_range() {
+        // W = [[-32767, 32000]], x = [1, 1] steps: both bytes of each weight count.
+        let owned = Owned {
+            inputs: 2,
+            outputs: 1,
+            activation: 0,
+            weight_width: 2,
+            weights: words(&[-32_767, 32_000]),
+            bias: le64(&[0]),
+            multiplier: (1i32 << 30).to_le_bytes().to_vec(),
+            shift: vec![0],
+        };
+        let dense = layer_fault(&owned).unwrap();
+        let mut out = [0i16; 1];
+        dense.forward(&[1, 1], &mut out).unwrap();
+        assert_eq!(out, [-384]); // (-32767 + 32000) / 2 = -383.5 -> -384 (half away from zero)
     }
 
     #[test]
@@ -574,6 +724,7 @@ mod tests {
             inputs: 2,
             outputs: 1,
             activation: 0,
+            weight_width: 1,
             weights: bytes(&[2, -1]),
             bias: le(&[1]),
             multiplier: HALF_LE.to_vec(),
@@ -665,7 +816,7 @@ mod tests {
         }
         assert_eq!(
             EncoderError::Layer { layer: 3, fault: LayerFault::Bias }.to_string(),
-            "layer 3: bias length is not 4 * outputs"
+            "layer 3: bias length is not outputs * bias bytes"
         );
     }
 
@@ -688,29 +839,38 @@ mod tests {
             pre.map(|y| if self.relu { y.max(0.0) } else { y }).collect()
         }
 
-        /// Per-channel weight scales `max|w_o| / 127` (1 for an all-zero row).
-        fn weight_scales(&self) -> Vec<f64> {
+        /// Per-channel weight scales `max|w_o| / width.max()` (1 for an all-zero row).
+        fn weight_scales(&self, width: WeightWidth) -> Vec<f64> {
             let rows = self.weights.chunks_exact(self.inputs);
-            rows.map(|row| row.iter().fold(0.0f64, |m, w| m.max(w.abs())) / 127.0)
+            rows.map(|row| row.iter().fold(0.0f64, |m, w| m.max(w.abs())) / width.max() as f64)
                 .map(|s| if s > 0.0 { s } else { 1.0 })
                 .collect()
         }
 
-        /// Symmetric per-channel int8 weights, int32 bias and Q31 multipliers for scales `s_x`, `s_y`.
-        fn quantize(&self, s_x: f64, s_y: f64) -> Owned {
-            let s_w = self.weight_scales();
+        /// Symmetric per-channel weights of `width`, int32 bias and Q31 multipliers for scales
+        /// `s_x`, `s_y`.
+        fn quantize(&self, s_x: f64, s_y: f64, width: WeightWidth) -> Owned {
+            let s_w = self.weight_scales(width);
             let rows = self.weights.chunks_exact(self.inputs);
-            let weights: Vec<i8> =
-                rows.zip(&s_w).flat_map(|(row, s)| row.iter().map(move |w| libm::round(w / s) as i8)).collect();
-            let bias: Vec<i32> = self.bias.iter().zip(&s_w).map(|(b, s)| libm::round(b / (s_x * s)) as i32).collect();
+            let steps: Vec<i16> =
+                rows.zip(&s_w).flat_map(|(row, s)| row.iter().map(move |w| libm::round(w / s) as i16)).collect();
+            let weights = match width {
+                WeightWidth::I8 => steps.iter().map(|&w| w as i8 as u8).collect(),
+                WeightWidth::I16 => words(&steps),
+            };
+            let bias: Vec<i64> = self.bias.iter().zip(&s_w).map(|(b, s)| libm::round(b / (s_x * s)) as i64).collect();
             let requant: Vec<(i32, i8)> =
                 s_w.iter().map(|s| quant::quantize_multiplier(s_x * s / s_y).unwrap()).collect();
             Owned {
                 inputs: self.inputs as u16,
                 outputs: self.outputs as u16,
                 activation: u8::from(self.relu),
-                weights: bytes(&weights),
-                bias: le(&bias),
+                weight_width: width.code(),
+                weights,
+                bias: match width {
+                    WeightWidth::I8 => le(&bias.iter().map(|&b| b as i32).collect::<Vec<_>>()),
+                    WeightWidth::I16 => le64(&bias),
+                },
                 multiplier: le(&requant.iter().map(|r| r.0).collect::<Vec<_>>()),
                 shift: requant.iter().map(|r| r.1 as u8).collect(),
             }
@@ -759,13 +919,14 @@ mod tests {
     proptest! {
         /// A random dense layer stays within [`error_bound`] of its f64 reference.
         #[test]
-        fn prop_dense_within_stated_bound((layer, x, x_max, headroom) in layer_strategy()) {
+        fn prop_dense_within_stated_bound((layer, x, x_max, headroom) in layer_strategy(), wide in any::<bool>()) {
+            let width = if wide { WeightWidth::I16 } else { WeightWidth::I8 };
             let s_x = (x_max / 32_000.0) as f32;
             let rows = layer.weights.chunks_exact(layer.inputs).zip(&layer.bias);
             let l1 = |row: &[f64]| row.iter().map(|w| w.abs()).sum::<f64>();
             let y_max = rows.map(|(row, b)| l1(row) * x_max + b.abs()).fold(0.0, f64::max);
             let s_y = (headroom * y_max / 32_767.0) as f32;
-            let owned = layer.quantize(s_x as f64, s_y as f64);
+            let owned = layer.quantize(s_x as f64, s_y as f64, width);
             let mlp = Mlp::new(&[owned.parts()], s_x, s_y).unwrap();
             let mut out = [0i16; WIDTH];
             mlp.forward(&x, &mut out).unwrap();
@@ -773,7 +934,7 @@ mod tests {
             let x_f: Vec<f64> = x.iter().map(|&v| v as f64).collect();
             let reference = layer.forward(&x_f);
             let x_hat: Vec<f64> = x.iter().map(|&v| quant::quantize_i16(v, s_x) as f64 * s_x as f64).collect();
-            let s_w = layer.weight_scales();
+            let s_w = layer.weight_scales(width);
             for (o, row) in layer.weights.chunks_exact(layer.inputs).enumerate() {
                 let acc_real = row.iter().zip(&x_hat).map(|(w, v)| w * v).sum::<f64>() + layer.bias[o];
                 let bound = error_bound(row, &x_hat, s_x as f64, s_w[o], s_y as f64, acc_real) * (1.0 + 1e-6) + 1e-12;
@@ -787,16 +948,17 @@ mod tests {
         /// lengths are drawn around the valid ones so that both outcomes occur.
         #[test]
         fn prop_arbitrary_parts_never_panic(
-            inputs in 0u16..6, outputs in 0u16..6, activation in 0u8..3, skew in prop::array::uniform4(0usize..3),
+            inputs in 0u16..6, outputs in 0u16..6, activation in 0u8..3, weight_width in 0u8..4,
+            skew in prop::array::uniform4(0usize..3),
             seed_bytes in prop::collection::vec(any::<u8>(), 200), x in prop::collection::vec(any::<f32>(), 0..7),
         ) {
             let (n, m) = (inputs as usize, outputs as usize);
             let len = |valid: usize, k: usize| (valid + skew[k]).saturating_sub(1);
-            let weights = &seed_bytes[..len(n * m, 0)];
-            let bias = &seed_bytes[40..40 + len(4 * m, 1)];
+            let weights = &seed_bytes[..len(n * m * weight_width.max(1) as usize, 0)];
+            let bias = &seed_bytes[40..40 + len(if weight_width == 2 { 8 * m } else { 4 * m }, 1)];
             let multiplier = &seed_bytes[80..80 + len(4 * m, 2)];
             let shift = &seed_bytes[120..120 + len(m, 3)];
-            let parts = DenseParts { inputs, outputs, activation, weights, bias, multiplier, shift };
+            let parts = DenseParts { inputs, outputs, activation, weight_width, weights, bias, multiplier, shift };
             if let Ok(mlp) = Mlp::new(&[parts], 1e-3, 1e-3) {
                 let mut out = [0i16; WIDTH];
                 let _ = mlp.forward(&x, &mut out);

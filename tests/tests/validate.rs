@@ -11,6 +11,7 @@ use cent_host::atlas::AtlasParams;
 use cent_host::export::{self, Export};
 use cent_host::validate::{self, Report, Settings, ValidateError};
 use cent_nostd::bundle::{BundleError, HEADER_LEN};
+use cent_nostd::encoder::WeightWidth;
 use common::{SEED, adult};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -21,7 +22,9 @@ const LIMIT: usize = 300;
 /// The shipped configuration: 32 anchors of trees of at most 63 nodes.
 fn bundle() -> &'static Export {
     static E: OnceLock<Export> = OnceLock::new();
-    E.get_or_init(|| export::export(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }).expect("export"))
+    E.get_or_init(|| {
+        export::export(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }, WeightWidth::I16).expect("export")
+    })
 }
 
 fn report() -> &'static Report {
@@ -54,25 +57,25 @@ fn test_adult_mlp_bundle_fits_64_kb_and_sizes_add_up() {
 
 #[test]
 fn test_export_is_deterministic() {
-    let again = export::write_bundle(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }).unwrap();
+    let again =
+        export::write_bundle(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }, WeightWidth::I16).unwrap();
     assert!(again == bundle().bytes, "same artifacts and seed give the same bytes");
 }
 
-/// Thresholds sit below what is measured on this 300-row sample with the Adult MLP a fresh
-/// checkout trains (seed 1): anchor agreement 0.993, fact agreement 0.980, identical 0.867, gap
-/// 1.33 points, latent p99 0.015, cosine min 0.99987 (whole test split: identical 0.884, gap
-/// 0.19 points). The int8 classifier near the decision boundary is what keeps the identical
-/// rate from the design goal (0.97).
+/// The device goals, on this 300-row sample with the Adult MLP a fresh checkout trains (seed 1)
+/// and the default int16 weights: anchor agreement, fact agreement and identical counterfactuals
+/// at least 0.99, 0.99 and 0.97, flip-rate gap at most 0.5 points (measured on the whole test
+/// split: anchors 0.9999, identical 0.9994, gap 0.00; with int8 weights identical was 0.90).
 #[test]
 fn test_quantized_path_matches_full_precision() {
     let r = report();
     assert_eq!(r.queries, LIMIT);
-    assert!(r.anchor_agreement >= 0.98, "anchor agreement {:.4}", r.anchor_agreement);
-    assert!(r.fact_agreement >= 0.98, "fact agreement {:.4}", r.fact_agreement);
-    assert!(r.identical >= 0.82, "identical counterfactuals {:.4}", r.identical);
-    assert!(r.flip_gap_points <= 3.0, "flip-rate gap {:.2} points", r.flip_gap_points);
-    assert!(r.latent.relative_p99 <= 0.05, "latent relative error p99 {:.4}", r.latent.relative_p99);
-    assert!(r.latent.cosine_min >= 0.999, "latent cosine min {:.5}", r.latent.cosine_min);
+    assert!(r.anchor_agreement >= 0.99, "anchor agreement {:.4}", r.anchor_agreement);
+    assert!(r.fact_agreement >= 0.99, "fact agreement {:.4}", r.fact_agreement);
+    assert!(r.identical >= 0.97, "identical counterfactuals {:.4}", r.identical);
+    assert!(r.flip_gap_points <= 0.5, "flip-rate gap {:.2} points", r.flip_gap_points);
+    assert!(r.latent.relative_p99 <= 0.005, "latent relative error p99 {:.4}", r.latent.relative_p99);
+    assert!(r.latent.cosine_min >= 0.9999, "latent cosine min {:.5}", r.latent.cosine_min);
 }
 
 #[test]

@@ -13,6 +13,7 @@ use cent_host::export::{ExportError, export};
 use cent_host::support::Support;
 use cent_lab::evaluate::{Bench, Config, MethodKind};
 use cent_nostd::counterfactual;
+use cent_nostd::encoder::WeightWidth;
 
 fn load(source: Source) -> Artifacts {
     Setup { source, model: ModelKind::Mlp, cache: common::cache(), seed: common::SEED }
@@ -63,7 +64,7 @@ fn evaluate(a: &Artifacts, factuals: usize) {
 }
 
 fn assert_export_refused(a: &Artifacts, columns: usize) {
-    match export(a, AtlasParams::default()) {
+    match export(a, AtlasParams::default(), WeightWidth::I16) {
         Err(e @ ExportError::Device { .. }) => {
             let text = e.to_string();
             let figure = format!("{columns} encoded columns (the device holds at most 64)");

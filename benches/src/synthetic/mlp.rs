@@ -8,7 +8,7 @@
 use super::{SpecError, signed};
 use cent_nostd::bundle::{LayerParts, MlpParts};
 use cent_nostd::capacity::{LAYERS, WIDTH};
-use cent_nostd::encoder::{Activation, DenseParts, EncoderError, Mlp};
+use cent_nostd::encoder::{Activation, DenseParts, EncoderError, Mlp, WeightWidth};
 use cent_nostd::quant;
 use rand_core::Rng;
 
@@ -108,6 +108,7 @@ impl QuantLayer {
             inputs: self.inputs,
             outputs: self.outputs,
             activation: self.activation,
+            weight_width: WeightWidth::I8.code(),
             weights: &self.weights,
             bias: &self.bias,
             multiplier: &self.multiplier,
@@ -120,6 +121,7 @@ impl QuantLayer {
             inputs: self.inputs,
             outputs: self.outputs,
             activation: self.activation,
+            weight_width: WeightWidth::I8.code(),
             weights: &self.weights,
             bias: &self.bias,
             multiplier: &self.multiplier,

@@ -9,6 +9,7 @@ use cent_host::atlas::AtlasParams;
 use cent_host::export::{self, Export};
 use cent_host::surrogate::TreeParams;
 use cent_host::validate::{self, PathStats, Report, Settings};
+use cent_nostd::encoder::WeightWidth;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,9 +17,14 @@ use std::process::ExitCode;
 /// The datasets `cent validate --all` covers.
 const ALL: [&str; 4] = ["adult", "compas", "credit", "heloc"];
 
-/// How the atlas is built.
+/// How the atlas and the bundle are built.
 #[derive(Debug, Clone, Args)]
 pub struct AtlasArgs {
+    /// Bits of each quantized weight of the encoder and classifier. 16: the device's answer
+    /// equals the full-precision path's on 99.9-100 % of test rows of the built-in datasets; 8:
+    /// their weights take half the bytes (2.3 KB less on Adult) but agree on 90-98 %.
+    #[arg(long, value_enum, default_value_t = Weights::Bits16)]
+    pub weights: Weights,
     /// Anchors (one tree each) in the atlas, shared evenly by the classes; at most 64.
     #[arg(long, default_value_t = AtlasParams::default().anchors)]
     pub anchors: usize,
@@ -35,6 +41,24 @@ pub struct AtlasArgs {
     /// Fewest neighbours in a leaf.
     #[arg(long, default_value_t = AtlasParams::default().tree.min_leaf)]
     pub min_leaf: usize,
+}
+
+/// Width of a quantized weight on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Weights {
+    #[value(name = "16")]
+    Bits16,
+    #[value(name = "8")]
+    Bits8,
+}
+
+impl Weights {
+    fn width(self) -> WeightWidth {
+        match self {
+            Weights::Bits16 => WeightWidth::I16,
+            Weights::Bits8 => WeightWidth::I8,
+        }
+    }
 }
 
 impl AtlasArgs {
@@ -89,7 +113,7 @@ pub struct ValidateArgs {
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
     built_in_only(&args.data)?;
     let a = args.data.setup().load()?;
-    let e = export::export(&a, args.atlas.params(args.data.seed))?;
+    let e = export::export(&a, args.atlas.params(args.data.seed), args.atlas.weights.width())?;
     std::fs::write(&args.out, &e.bytes).with_context(|| format!("cannot write {}", args.out.display()))?;
     print_export(&args.out, &e)?;
     if let (Some(n), Some(path)) = (args.queries, &args.queries_out) {
@@ -175,7 +199,7 @@ fn validate_file(args: &ValidateArgs, path: &Path, settings: Settings) -> Result
 fn validate_fresh(args: &ValidateArgs, name: &str, settings: Settings) -> Result<Report> {
     let data = DataArgs { dataset: name.to_string(), data: None, schema: None, ..args.data.clone() };
     let a = data.setup().load()?;
-    let e = export::export(&a, args.atlas.params(settings.seed))?;
+    let e = export::export(&a, args.atlas.params(settings.seed), args.atlas.weights.width())?;
     let path = std::env::temp_dir().join(format!("cent-validate-{name}-{}.cent", std::process::id()));
     std::fs::write(&path, &e.bytes).with_context(|| format!("cannot write {}", path.display()))?;
     let result = validate::read_bundle(&path).map(|bytes| validate::validate(&bytes, name, &a, settings));
