@@ -124,6 +124,9 @@ pub struct Row {
     /// Why nothing was found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Nothing was found because no training point of the target class can be reached under
+    /// the constraints (with the required probability): a person without recourse in the data.
+    pub unreachable: bool,
 }
 
 /// Aggregates of one method over the factuals.
@@ -134,6 +137,9 @@ pub struct Summary {
     pub found: usize,
     /// Flipped counterfactuals over **all** factuals.
     pub flip_rate: f64,
+    /// Factuals without a counterfactual because no training point of the target class can be
+    /// reached under the constraints ([`Row::unreachable`]).
+    pub unreachable: usize,
     /// Means over found counterfactuals.
     pub l0: f64,
     pub l1: f64,
@@ -414,6 +420,7 @@ impl<'a> Bench<'a> {
             counterfactual: None,
             fidelity: None,
             reason: None,
+            unreachable: false,
         };
         match result {
             Ok(found) => {
@@ -421,7 +428,10 @@ impl<'a> Bench<'a> {
                 (row.found, row.flipped, row.measures, row.fidelity) = (true, m.flipped, Some(m), found.fidelity);
                 row.counterfactual = Some(found.x);
             }
-            Err(e) => row.reason = Some(e.to_string()),
+            Err(e) => {
+                row.unreachable = matches!(e, NotFound::NoFeasibleTarget);
+                row.reason = Some(e.to_string());
+            }
         }
         Ok(row)
     }
@@ -440,6 +450,7 @@ impl<'a> Bench<'a> {
     fn cent(&self, p: &Problem<'_>, x: &[f32], target: usize) -> Result<Found, NotFound> {
         let e = self.explainer.explain(x, p.query, Some(target)).map_err(|e| match e {
             explain::ExplainError::Model(m) => NotFound::from(m),
+            explain::ExplainError::NotFound(explain::Reason::NoFeasibleTargetPoint) => NotFound::NoFeasibleTarget,
             e => NotFound::Other(e.to_string()),
         })?;
         let best = e.counterfactuals.into_iter().next().ok_or(NotFound::Budget)?;
@@ -485,6 +496,7 @@ pub fn summarize(method: MethodKind, rows: &[Row]) -> Summary {
         factuals: rows.len(),
         found: found.len(),
         flip_rate: mean(rows.iter().map(|r| f64::from(u8::from(r.flipped)))),
+        unreachable: rows.iter().filter(|r| r.unreachable).count(),
         l0: mean_of(&|m| m.l0 as f64),
         l1: mean_of(&|m| m.l1),
         l2: mean_of(&|m| m.l2),
@@ -570,6 +582,7 @@ mod tests {
             counterfactual: None,
             fidelity,
             reason: None,
+            unreachable: false,
         }
     }
 

@@ -256,6 +256,7 @@ mod tests {
                 counterfactual: None,
                 fidelity: None,
                 reason: None,
+                unreachable: false,
             })
             .collect();
         MethodResult { summary: summarize(kind, &rows), rows }
