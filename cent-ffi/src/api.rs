@@ -482,7 +482,7 @@ mod tests {
         }
 
         fn answer(&self, i: usize) -> Result<(CentAnswer, Vec<f32>), CentStatus> {
-            let mut a = CentAnswer { cost: 0, changed: 0, leaf: 0, class_: 0, features_changed: 0 };
+            let mut a = CentAnswer { cost: 0, changed: 0, leaf: 0, class_id: 0, features_changed: 0 };
             let mut x = std::vec![0.0f32; CENT_MAX_COLUMNS_TEST];
             let status = unsafe { cent_result_answer(&*self.result, i, &mut a) };
             if status != CentStatus::Ok {
@@ -544,7 +544,7 @@ mod tests {
         line += reason;
         for k in 0..sum.answers as usize {
             let (a, x) = s.answer(k).unwrap();
-            let class = if a.class_ < 0 { "-".into() } else { a.class_.to_string() };
+            let class = if a.class_id < 0 { "-".into() } else { a.class_id.to_string() };
             let bits: Vec<_> = x.iter().map(|v| std::format!("{:08x}", v.to_bits())).collect();
             line += &std::format!(
                 " | leaf={} cost={} class={class} changed={:x} x={}",

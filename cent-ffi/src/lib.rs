@@ -21,7 +21,7 @@
 //! let bytes = b"not a bundle";
 //! // SAFETY: the pointers come from live Rust values of the right types and lengths.
 //! let status = unsafe { cent_bundle_open(&mut bundle, bytes.as_ptr(), bytes.len()) };
-//! assert_eq!(status, CentStatus::CENT_BAD_MAGIC);
+//! assert_eq!(status, CentStatus::BadMagic);
 //! ```
 #![no_std]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
@@ -46,14 +46,17 @@ pub use status::{CentStatus, cent_status_str};
 pub use storage::{CentBundle, CentResult, CentScratch, cent_bundle_size, cent_result_size, cent_scratch_size};
 
 /// Logical features a bundle may have (masks in [`CentOptions`] have one bit per feature).
-pub const CENT_MAX_FEATURES: usize = cent_nostd::capacity::FEATURES;
+pub const CENT_MAX_FEATURES: usize = 32;
 /// Encoded columns a bundle may have: the longest query and counterfactual vectors.
-pub const CENT_MAX_COLUMNS: usize = cent_nostd::capacity::COLUMNS;
+pub const CENT_MAX_COLUMNS: usize = 64;
 /// Counterfactuals one explanation can return ([`CentOptions::answers`] is at most this).
 pub const CENT_MAX_ANSWERS: usize = 3;
 /// Fixed-point units per unit of cost in [`CentAnswer::cost`] (`cost / 65536.0` is the cost).
 pub const CENT_COST_SCALE: u32 = 65536;
+// Literals so that the generated header carries the numbers; the core's are the truth.
 const _: () = assert!(cent_nostd::graph::SCALE == CENT_COST_SCALE as f32);
+const _: () = assert!(CENT_MAX_FEATURES == cent_nostd::capacity::FEATURES);
+const _: () = assert!(CENT_MAX_COLUMNS == cent_nostd::capacity::COLUMNS);
 
 /// On bare metal: stop at an undefined instruction, which raises a fault that the firmware's
 /// HardFault handler reports. Nothing reachable from input panics (see the crate docs); this

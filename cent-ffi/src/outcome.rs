@@ -48,7 +48,7 @@ pub struct CentAnswer {
     /// The tree leaf the counterfactual lies in.
     pub leaf: u16,
     /// The class the on-device classifier gives it, or -1 when the bundle has no classifier.
-    pub class_: i16,
+    pub class_id: i16,
     /// Logical features changed (the bits set in `changed`).
     pub features_changed: u32,
 }
@@ -79,7 +79,7 @@ impl CentAnswer {
             cost: cf.cost,
             changed: cf.changed,
             leaf: cf.leaf,
-            class_: cf.class.map_or(-1, i16::from),
+            class_id: cf.class.map_or(-1, i16::from),
             features_changed: cf.changed.count_ones(),
         }
     }

@@ -52,31 +52,31 @@ pub enum CentStatus {
     Index = 19,
 }
 
-impl CentStatus {
-    /// Every status, in value order.
-    pub const ALL: [CentStatus; 20] = [
-        CentStatus::Ok,
-        CentStatus::NullPointer,
-        CentStatus::Misaligned,
-        CentStatus::Overlap,
-        CentStatus::BufferTooSmall,
-        CentStatus::NotOpen,
-        CentStatus::BadMagic,
-        CentStatus::BadVersion,
-        CentStatus::BadLength,
-        CentStatus::BadChecksum,
-        CentStatus::Malformed,
-        CentStatus::InvalidBundle,
-        CentStatus::QueryLength,
-        CentStatus::QueryValue,
-        CentStatus::InvalidOptions,
-        CentStatus::Target,
-        CentStatus::Capacity,
-        CentStatus::ExplainFailed,
-        CentStatus::NoResult,
-        CentStatus::Index,
-    ];
+/// Every status, in value order.
+const ALL: [CentStatus; 20] = [
+    CentStatus::Ok,
+    CentStatus::NullPointer,
+    CentStatus::Misaligned,
+    CentStatus::Overlap,
+    CentStatus::BufferTooSmall,
+    CentStatus::NotOpen,
+    CentStatus::BadMagic,
+    CentStatus::BadVersion,
+    CentStatus::BadLength,
+    CentStatus::BadChecksum,
+    CentStatus::Malformed,
+    CentStatus::InvalidBundle,
+    CentStatus::QueryLength,
+    CentStatus::QueryValue,
+    CentStatus::InvalidOptions,
+    CentStatus::Target,
+    CentStatus::Capacity,
+    CentStatus::ExplainFailed,
+    CentStatus::NoResult,
+    CentStatus::Index,
+];
 
+impl CentStatus {
     /// A lowercase sentence without a final period, NUL-terminated.
     pub const fn description(self) -> &'static CStr {
         match self {
@@ -135,7 +135,7 @@ impl From<ExplainError> for CentStatus {
 #[unsafe(no_mangle)]
 #[allow(unsafe_code, reason = "an exported symbol")]
 pub extern "C" fn cent_status_str(status: c_int) -> *const c_char {
-    let known = usize::try_from(status).ok().and_then(|i| CentStatus::ALL.get(i));
+    let known = usize::try_from(status).ok().and_then(|i| ALL.get(i));
     match known {
         Some(s) => s.description().as_ptr(),
         None => c"unknown status".as_ptr(),
@@ -148,16 +148,16 @@ mod tests {
 
     #[test]
     fn test_all_is_in_value_order_and_complete() {
-        for (i, s) in CentStatus::ALL.iter().enumerate() {
+        for (i, s) in ALL.iter().enumerate() {
             assert_eq!(*s as usize, i);
         }
-        assert_eq!(CentStatus::Index as usize + 1, CentStatus::ALL.len());
+        assert_eq!(CentStatus::Index as usize + 1, ALL.len());
     }
 
     #[test]
     fn test_every_status_has_a_distinct_description() {
         let mut seen = std::collections::BTreeSet::new();
-        for s in CentStatus::ALL {
+        for s in ALL {
             // SAFETY: cent_status_str returns a pointer to a static C string.
             let text = unsafe { CStr::from_ptr(cent_status_str(s as c_int)) };
             assert_eq!(text, s.description());
