@@ -42,7 +42,7 @@ mod storage;
 pub use api::*;
 pub use options::{CentOptions, cent_options_default};
 pub use outcome::{CentAnswer, CentNotFound, CentSummary};
-pub use status::{CentStatus, cent_status_str};
+pub use status::{CentStatus, cent_status_str, describe};
 pub use storage::{CentBundle, CentResult, CentScratch, cent_bundle_size, cent_result_size, cent_scratch_size};
 
 /// Logical features a bundle may have (masks in [`CentOptions`] have one bit per feature).

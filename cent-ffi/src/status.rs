@@ -135,10 +135,14 @@ impl From<ExplainError> for CentStatus {
 #[unsafe(no_mangle)]
 #[allow(unsafe_code, reason = "an exported symbol")]
 pub extern "C" fn cent_status_str(status: c_int) -> *const c_char {
-    let known = usize::try_from(status).ok().and_then(|i| ALL.get(i));
-    match known {
-        Some(s) => s.description().as_ptr(),
-        None => c"unknown status".as_ptr(),
+    describe(status).as_ptr()
+}
+
+/// What [`cent_status_str`] says of `status`, for Rust callers.
+pub fn describe(status: c_int) -> &'static CStr {
+    match usize::try_from(status).ok().and_then(|i| ALL.get(i)) {
+        Some(s) => s.description(),
+        None => c"unknown status",
     }
 }
 

@@ -3,6 +3,8 @@
 //!
 //! Regenerate it with `CENT_BLESS=1 cargo test -p cent-ffi --test header`.
 
+#![allow(clippy::expect_used, clippy::panic, reason = "a test: failing loudly is its job")]
+
 use std::path::Path;
 
 #[test]

@@ -1,13 +1,20 @@
 /* Minimal start-up for a Cortex-M4F: the vector table, a reset handler that enables the FPU,
  * initialises .data and .bss and the semihosting console (newlib's rdimon), runs main and ends
  * the program through semihosting, and a fault handler that does the same with a failure.
+ * Before main the free RAM above the heap's reserve is painted, so the program can report its
+ * stack high-water mark (on stderr, apart from the compared output).
  * Under QEMU (-semihosting-config enable=on) the exit becomes QEMU's exit status: 0 when main
  * returned 0, 1 otherwise, also after a fault (instead of spinning forever). */
 #include <stdint.h>
 #include <stdio.h>
 
 /* Linker script symbols (link.ld). */
-extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack, end;
+
+/* RAM left to newlib's heap (stdio's buffers) above `end`, not painted; and the paint. */
+#define HEAP_RESERVE 4096u
+#define PAINT 0xCCCCCCCCu
+#define RAM_START 0x20000000u
 
 extern int main(void);
 extern void initialise_monitor_handles(void);
@@ -43,6 +50,26 @@ __attribute__((section(".vectors"), used)) void (*const vectors[16])(void) = {
     Default_Handler, /* SysTick */
 };
 
+static uint32_t *paint_start(void) {
+    return (uint32_t *)((uintptr_t)&end + HEAP_RESERVE);
+}
+
+/* Paints from above the heap's reserve up to just below the current stack pointer. */
+static void paint_stack(void) {
+    uint32_t *sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (uint32_t *p = paint_start(); p < sp - 16;)
+        *p++ = PAINT;
+}
+
+/* Deepest stack use: from the top of RAM down to the lowest word that lost its paint. */
+static uint32_t stack_high_water(void) {
+    uint32_t *p = paint_start();
+    while (p < &_estack && *p == PAINT)
+        p++;
+    return (uint32_t)((uintptr_t)&_estack - (uintptr_t)p);
+}
+
 void Reset_Handler(void) {
     /* Full access to coprocessors 10 and 11 (the FPU) in CPACR, before any float instruction:
      * the library is built for thumbv7em-none-eabihf (hard float). */
@@ -54,9 +81,12 @@ void Reset_Handler(void) {
     for (uint32_t *dst = &_sbss; dst < &_ebss;)
         *dst++ = 0;
 
+    paint_stack();
     initialise_monitor_handles();
     int code = main();
     fflush(stdout);
+    fprintf(stderr, "memory static_ram=%u stack=%u\n", (unsigned)((uintptr_t)&end - RAM_START),
+            (unsigned)stack_high_water());
     semihosting_exit(code == 0);
 }
 
