@@ -146,6 +146,7 @@ pub unsafe extern "C" fn cent_bundle_info(bundle: *const CentBundle, info: *mut 
     let result = unsafe { storage::opened(bundle) }.and_then(|o| {
         let b = &o.bundle;
         disjoint(&span(info, 1), &span(bundle, 1))?;
+        disjoint(&span(info, 1), &o.bytes)?;
         let value = CentBundleInfo {
             features: b.schema.features().len() as u32,
             columns: b.schema.columns() as u32,
@@ -156,7 +157,7 @@ pub unsafe extern "C" fn cent_bundle_info(bundle: *const CentBundle, info: *mut 
             name: b.name.as_ptr(),
             name_len: b.name.len(),
         };
-        // SAFETY: forwarded contract; disjoint from the storage read above.
+        // SAFETY: forwarded contract; disjoint from the storage and the bundle bytes (checked).
         unsafe { put(info, value) }
     });
     status(result)
@@ -176,6 +177,7 @@ pub unsafe extern "C" fn cent_bundle_feature(
     let result = unsafe { storage::opened(bundle) }.and_then(|o| {
         let f = o.bundle.schema.feature(index).ok_or(CentStatus::Index)?;
         disjoint(&span(feature, 1), &span(bundle, 1))?;
+        disjoint(&span(feature, 1), &o.bytes)?;
         let kind = match f.kind {
             Kind::Continuous => CentKind::Continuous,
             Kind::Integer => CentKind::Integer,
@@ -198,7 +200,7 @@ pub unsafe extern "C" fn cent_bundle_feature(
             mutability,
             ordered: u32::from(f.ordered),
         };
-        // SAFETY: forwarded contract; disjoint from the storage read above.
+        // SAFETY: forwarded contract; disjoint from the storage and the bundle bytes (checked).
         unsafe { put(feature, value) }
     });
     status(result)
@@ -603,6 +605,17 @@ mod tests {
         assert_eq!(unsafe { cent_bundle_feature(&*s.bundle, 0, null_mut()) }, CentStatus::NullPointer);
         assert_eq!(unsafe { cent_bundle_info(&*s.bundle, null_mut()) }, CentStatus::NullPointer);
         assert_eq!(unsafe { cent_bundle_info(null(), info_ptr()) }, CentStatus::NullPointer);
+        // Outputs over the open bundle's bytes or its storage.
+        let mut bytes = std::vec![0u64; BUNDLE.len() / 8 + 1];
+        let copy = unsafe { core::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<u8>(), BUNDLE.len()) };
+        copy.copy_from_slice(BUNDLE);
+        let mut t = Storage::new();
+        assert_eq!(unsafe { cent_bundle_open(&mut *t.bundle, copy.as_ptr(), copy.len()) }, CentStatus::Ok);
+        let over_bytes = bytes.as_mut_ptr().cast::<CentBundleInfo>();
+        assert_eq!(unsafe { cent_bundle_info(&*t.bundle, over_bytes) }, CentStatus::Overlap);
+        assert_eq!(unsafe { cent_bundle_feature(&*t.bundle, 0, over_bytes.cast()) }, CentStatus::Overlap);
+        let over_storage = (&mut *t.bundle as *mut CentBundle).cast::<CentBundleInfo>();
+        assert_eq!(unsafe { cent_bundle_info(&*t.bundle, over_storage) }, CentStatus::Overlap);
     }
 
     fn f_ptr() -> *mut CentFeature {
