@@ -19,7 +19,7 @@ use cent_host::batch::{self, Options, Outcome};
 use cent_host::blackbox::{BlackBox, ModelKind};
 use cent_host::constraints::{self, Labels, Overrides};
 use cent_host::data::{self, Encoding, fields};
-use cent_host::explain::{Config, Explainer};
+use cent_host::explain::{ClassOut, Config, Explainer, Explanation};
 use cent_host::results::Writer;
 use cent_host::rows::Input;
 use model::PyModel;
@@ -147,24 +147,47 @@ impl Core {
     }
 }
 
-/// The JSON of one person's outcome, with the fields `cent explain --format json` gives it,
-/// and each counterfactual's full row of values.
+/// One person's outcome with the fields `cent explain --format json` gives it, and each
+/// counterfactual's full row of values. Serialized from the library's own types, as the CLI
+/// does, so every number prints as the CLI prints it.
+#[derive(serde::Serialize)]
+struct Answer {
+    decision: ClassOut,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    already_favourable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanation: Option<Explanation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_found: Option<String>,
+    values: Vec<Vec<String>>,
+}
+
+/// The JSON of one person's outcome ([`Answer`]); a row that could not be explained is a
+/// [`CentError`].
 fn outcome_json(enc: &Encoding, outcome: Outcome) -> Result<String, PyErr> {
     let values = |x: &[f32]| -> Vec<String> {
         enc.decode(x)
             .map(|v| v.into_iter().enumerate().map(|(j, v)| enc.format_value(j, v)).collect())
             .unwrap_or_default()
     };
-    let json = match outcome {
+    let answer = match outcome {
         Outcome::Explained { decision, explanation } => {
-            let rows: Vec<Vec<String>> = explanation.counterfactuals.iter().map(|c| values(&c.encoded)).collect();
-            serde_json::json!({ "decision": decision, "explanation": explanation, "values": rows })
+            let values = explanation.counterfactuals.iter().map(|c| values(&c.encoded)).collect();
+            Answer { decision, already_favourable: false, explanation: Some(explanation), not_found: None, values }
         }
-        Outcome::Favourable { decision } => serde_json::json!({ "decision": decision, "already_favourable": true }),
-        Outcome::NotFound { decision, reason } => serde_json::json!({ "decision": decision, "not_found": reason }),
+        Outcome::Favourable { decision } => {
+            Answer { decision, already_favourable: true, explanation: None, not_found: None, values: Vec::new() }
+        }
+        Outcome::NotFound { decision, reason } => Answer {
+            decision,
+            already_favourable: false,
+            explanation: None,
+            not_found: Some(reason),
+            values: Vec::new(),
+        },
         Outcome::Error(e) => return Err(CentError::new_err(e)),
     };
-    serde_json::to_string(&json).map_err(cent_error)
+    serde_json::to_string(&answer).map_err(cent_error)
 }
 
 /// Loads the data and models and builds the explainer (GIL released by the caller).
