@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The Python package: a fresh venv, maturin and the test dependencies from PyPI, the wheel built
 # (dev profile: cent's crates optimised, burn not, as the rest of CI) and installed, then pytest.
-# The tests compare with the `cent` binary, built here in the same target dir.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -14,7 +13,10 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade pip
 "$venv/bin/pip" install -q "maturin>=1.9,<2" pytest numpy pandas pyarrow scikit-learn lightgbm
 
-cargo build -p cent-cli --locked
+# The `cent` binary the tests compare with, as the workspace tests build it (after .ci/test.sh's
+# `cargo test --workspace` this builds nothing; `cargo build -p cent-cli` would unify features
+# differently and rebuild the dependencies).
+cargo test --workspace --locked --no-run
 start=$(date +%s)
 "$venv/bin/maturin" build --profile dev --locked -m cent-py/Cargo.toml -o "$venv/dist"
 echo "wheel built in $(( $(date +%s) - start )) s: $(ls -s --block-size=K "$venv"/dist/*.whl)"
