@@ -35,6 +35,9 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || need+=(python3-pip)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 [ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+# The Python package's check (.ci/python.sh): a venv with pip, and OpenMP for LightGBM's wheel.
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+ldconfig -p 2>/dev/null | grep -q 'libgomp\.so\.1' || need+=(libgomp1)
 if [ ${#need[@]} -gt 0 ] || ! apt-cache show dataset-fashion-mnist >/dev/null 2>&1; then
   apt-get update -qq
 fi

@@ -49,3 +49,8 @@ fi
 # rebuild every dependency a second time.
 step "tests (workspace: unit, property, integration, doc, firmware parity)"
 cargo test --workspace --locked
+
+# The Python package (cent-py): wheel into a fresh venv, then its pytest suite (needs python3
+# with venv and pip, from .ci/setup.sh).
+step "python package: maturin wheel, pytest"
+bash .ci/python.sh

@@ -179,10 +179,23 @@ fn one(
     options: &Options,
     row: &Row,
 ) -> Outcome {
-    let x = match &row.x {
-        Ok(x) => x,
-        Err(e) => return Outcome::Error(e.clone()),
-    };
+    match &row.x {
+        Ok(x) => outcome(explainer, model, encoding, query, options.desired, x),
+        Err(e) => Outcome::Error(e.clone()),
+    }
+}
+
+/// What becomes of the encoded row `x`, as [`run`] decides it for each row: the model's
+/// decision, then (unless it is already the favourable class and `desired` is `None`) the
+/// explanation or why there is none. Bindings explain one person through this function.
+pub fn outcome(
+    explainer: &Explainer<'_>,
+    model: &dyn BlackBox,
+    encoding: &Encoding,
+    query: &Query,
+    desired: Option<usize>,
+    x: &[f32],
+) -> Outcome {
     let decision = match model.probabilities(x) {
         Ok(p) => {
             let index = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
@@ -191,10 +204,10 @@ fn one(
         }
         Err(e) => return Outcome::Error(e.to_string()),
     };
-    if options.desired.is_none() && decision.index == encoding.favourable() {
+    if desired.is_none() && decision.index == encoding.favourable() {
         return Outcome::Favourable { decision };
     }
-    match explainer.explain(x, query, options.desired) {
+    match explainer.explain(x, query, desired) {
         Ok(explanation) => Outcome::Explained { decision, explanation },
         Err(e @ ExplainError::NotFound(_)) => Outcome::NotFound { decision, reason: e.to_string() },
         Err(e) => Outcome::Error(e.to_string()),

@@ -11,6 +11,7 @@ pub mod atlas;
 pub mod audit;
 pub mod batch;
 pub mod blackbox;
+pub mod constraints;
 pub mod data;
 pub mod explain;
 pub mod export;

@@ -4,6 +4,7 @@ use super::{DataArgs, query};
 use anyhow::Result;
 use cent_host::artifacts::Artifacts;
 use cent_host::blackbox::BlackBox;
+use cent_host::constraints::{self, Labels, Overrides};
 use cent_host::data::Encoding;
 use cent_host::explain::{ClassOut, Config, ExplainError, Explainer, Explanation, Realization};
 use cent_host::profile::Query;
@@ -275,44 +276,18 @@ pub fn target_column(data: &DataArgs) -> Option<String> {
 /// The schema's default constraints with the command line's overrides. A feature named in two
 /// of the lists, an unknown feature or a bad cost is a usage error.
 pub fn build_query(args: &RecourseArgs, a: &Artifacts) -> Result<Query> {
-    let enc = &a.prepared.encoding;
-    let mut q = enc.to_core_schema().default_query();
-    let lists = [
-        ("--immutable", &args.immutable, Mutability::Immutable),
-        ("--increase-only", &args.increase_only, Mutability::IncreaseOnly),
-        ("--decrease-only", &args.decrease_only, Mutability::DecreaseOnly),
-        ("--free", &args.free, Mutability::Free),
-    ];
-    let mut given: Vec<Option<&str>> = vec![None; enc.n_features()];
-    for (flag, names, m) in lists {
-        for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-            let j = enc.feature_index(name).map_err(|e| super::usage(format!("{flag}: {e}")))?;
-            match given[j] {
-                Some(other) if other != flag => {
-                    return Err(super::usage(format!("feature `{name}` is in both {other} and {flag}")));
-                }
-                _ => given[j] = Some(flag),
-            }
-            q.mutability[j] = m;
-        }
-    }
-    for spec in &args.cost {
-        let (j, w) = enc.parse_cost(spec).map_err(|e| super::usage(format!("--cost {e}")))?;
-        q.cost[j] = w;
-    }
-    // A direction on an unordered categorical feature is a meaningless request.
-    enc.check_query(&q).map_err(super::usage)?;
-    Ok(q)
+    let overrides = Overrides {
+        immutable: args.immutable.clone(),
+        increase_only: args.increase_only.clone(),
+        decrease_only: args.decrease_only.clone(),
+        free: args.free.clone(),
+        cost: args.cost.clone(),
+    };
+    constraints::query(&a.prepared.encoding, &overrides, &Labels::FLAGS).map_err(super::usage)
 }
 
 pub fn class_index(enc: &Encoding, text: &str) -> Result<usize> {
-    if let Some(i) = enc.classes().iter().position(|c| c == text) {
-        return Ok(i);
-    }
-    match text.parse::<usize>() {
-        Ok(i) if i < enc.classes().len() => Ok(i),
-        _ => Err(super::usage(format!("--desired: unknown class `{text}`; classes: {}", enc.classes().join(", ")))),
-    }
+    constraints::desired(enc, text, &Labels::FLAGS).map_err(super::usage)
 }
 
 fn values(enc: &Encoding, x: &[f32]) -> Vec<Named> {
