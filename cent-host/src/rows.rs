@@ -25,7 +25,7 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 /// A row's place in the file and its fields as text, or why it has none.
@@ -189,16 +189,17 @@ impl Input {
     /// Each CSV record's line and fields (or why it has none).
     fn csv_fields(&self) -> Result<impl Iterator<Item = Fields> + '_, RowsError> {
         let (reader, _) = csv_reader(&self.path)?;
+        let mut lines = RecordLines::new(open(&self.path)?);
         let width = self.columns.len();
         Ok(reader.into_records().enumerate().map(move |(i, record)| {
             let fallback = i + 2;
             match record {
                 Err(e) => {
-                    let line = e.position().map_or(fallback, |p| p.line() as usize);
+                    let line = e.position().map_or(fallback, |p| lines.line(p));
                     (line, Err(format!("malformed CSV: {e}")))
                 }
                 Ok(r) => {
-                    let line = r.position().map_or(fallback, |p| p.line() as usize);
+                    let line = r.position().map_or(fallback, |p| lines.line(p));
                     if r.len() == width {
                         (line, Ok(r.iter().map(str::to_string).collect()))
                     } else {
@@ -225,6 +226,38 @@ fn open(path: &Path) -> Result<File, RowsError> {
 
 /// A trimming, flexible CSV reader past the header, and the header's names (a UTF-8 byte order
 /// mark dropped).
+/// The line a CSV record starts on. The csv reader's position of a record after a `\r\n` points
+/// at that `\n`, one line before the record (`\n` files are right), so a second, forward-only
+/// reader over the same file looks at the byte there. Records come in file order, so the file
+/// is read once more in all.
+struct RecordLines {
+    bytes: BufReader<File>,
+    /// Bytes of `bytes` consumed so far.
+    at: u64,
+}
+
+impl RecordLines {
+    fn new(file: File) -> Self {
+        RecordLines { bytes: BufReader::new(file), at: 0 }
+    }
+
+    fn line(&mut self, p: &csv::Position) -> usize {
+        p.line() as usize + usize::from(self.byte_at(p.byte()) == Some(b'\n'))
+    }
+
+    /// The byte at offset `target`, or `None` past the end, on a read error or for an offset
+    /// already passed.
+    fn byte_at(&mut self, target: u64) -> Option<u8> {
+        let skip = target.checked_sub(self.at)?;
+        let skipped = std::io::copy(&mut (&mut self.bytes).take(skip), &mut std::io::sink()).ok()?;
+        self.at += skipped;
+        let mut byte = [0u8; 1];
+        let read = self.bytes.read(&mut byte).ok()?;
+        self.at += read as u64;
+        (read == 1).then_some(byte[0])
+    }
+}
+
 fn csv_reader(path: &Path) -> Result<(csv::Reader<BufReader<File>>, Vec<String>), RowsError> {
     let mut reader =
         csv::ReaderBuilder::new().trim(csv::Trim::All).flexible(true).from_reader(BufReader::new(open(path)?));
@@ -320,4 +353,30 @@ fn cell(column: &ArrayRef, row: usize, name: &str) -> Result<String, String> {
         other => return Err(format!("feature `{name}`: Parquet column type {other} is not supported")),
     };
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `text` written as a CSV named `name`, read back as (line, value of column `a`), sorted.
+    fn lines_of(text: &str, name: &str) -> Vec<(usize, String)> {
+        let dir = std::env::temp_dir().join(format!("cent-rows-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let values = Input::open(&path).unwrap().column_values(&["a".to_string()]).unwrap();
+        let mut lines: Vec<(usize, String)> = values.into_iter().map(|(line, v)| (line, v.join(""))).collect();
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn test_crlf_records_are_on_the_lines_of_lf_records() {
+        // A quoted field over two lines pushes the next record one line further.
+        let lf = "a,b\n1,2\n\"x\ny\",3\n4,5\n";
+        let want = |sep: &str| vec![(2, "1".to_string()), (3, format!("x{sep}y")), (5, "4".to_string())];
+        assert_eq!(lines_of(lf, "lf.csv"), want("\n"));
+        assert_eq!(lines_of(&lf.replace('\n', "\r\n"), "crlf.csv"), want("\r\n"));
+    }
 }
