@@ -65,6 +65,8 @@ def test_spark_map_in_pandas_matches_cent_batch(tmp_path):
     expected = pd.read_csv(cli_out, dtype=str, keep_default_na=False)
     columns = list(expected.columns)
 
+    # Spark's Python workers run this interpreter (with cent and pandas), not the PATH's python3.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     frame = pd.read_csv(people, dtype=str)
     frame.insert(0, "line", [str(i + 2) for i in range(len(frame))])
     spark = (SparkSession.builder.master("local[2]").appName("cent-recipe")
