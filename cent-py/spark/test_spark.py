@@ -57,6 +57,9 @@ def test_spark_map_in_pandas_matches_cent_batch(tmp_path):
     people = tmp_path / "people.csv"
     subprocess.run([sys.executable, str(REPO / "scripts" / "adult_rows.py"), "--rows", str(ROWS), "--out", str(people)],
                    check=True)
+    # LF line endings: `cent batch` numbers the records of a CRLF file (as Python's csv module
+    # writes) one line lower than those of an LF file, and pandas writes each batch with LF.
+    people.write_bytes(people.read_bytes().replace(b"\r\n", b"\n"))
 
     cli_out = tmp_path / "cli.csv"
     p = subprocess.run([cent_bin, "batch", "--dataset", "adult", "--input", str(people), "--out", str(cli_out),
@@ -65,6 +68,8 @@ def test_spark_map_in_pandas_matches_cent_batch(tmp_path):
     expected = pd.read_csv(cli_out, dtype=str, keep_default_na=False)
     columns = list(expected.columns)
 
+    # Spark's Python workers run this interpreter (with cent and pandas), not the PATH's python3.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     frame = pd.read_csv(people, dtype=str)
     frame.insert(0, "line", [str(i + 2) for i in range(len(frame))])
     spark = (SparkSession.builder.master("local[2]").appName("cent-recipe")

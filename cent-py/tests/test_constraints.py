@@ -1,6 +1,5 @@
 """Constraint arguments are respected."""
 
-import cent
 
 
 def test_immutable_never_changes(adult, refused):

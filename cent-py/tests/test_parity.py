@@ -3,7 +3,6 @@ explainer gives the same answers as the original."""
 
 import json
 import pickle
-from pathlib import Path
 
 import pandas as pd
 

@@ -18,7 +18,6 @@ import json
 import math
 import os
 import tempfile
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -65,7 +64,7 @@ def _rows(rows: Any) -> list[tuple[Any, list[tuple[str, str]]]]:
     raise CentError(f"rows are a DataFrame, a dict or a list of dicts, not {type(rows).__name__}")
 
 
-def _names(value: Any, argument: str) -> list[str]:
+def _names(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -77,6 +76,14 @@ def _cost(cost: Mapping[str, float] | None) -> list[str]:
     if cost is None:
         return []
     return [f"{k}={_text(k, v)}" for k, v in dict(cost).items()]
+
+
+def _options(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability) -> tuple:
+    """The per-request arguments of the native explain and batch, in their order."""
+    return (
+        int(n), None if desired is None else str(desired), _names(immutable), _names(increase_only),
+        _names(decrease_only), _names(free), _cost(cost), None if min_probability is None else float(min_probability),
+    )
 
 
 class Result:
@@ -286,11 +293,7 @@ class Explainer:
         """
         out = Results()
         out.features = self.features
-        options = (
-            int(n), None if desired is None else str(desired), _names(immutable, "immutable"),
-            _names(increase_only, "increase_only"), _names(decrease_only, "decrease_only"),
-            _names(free, "free"), _cost(cost), None if min_probability is None else float(min_probability),
-        )
+        options = _options(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability)
         for label, fields in _rows(row):
             answer = json.loads(self._core.explain(fields, *options))
             out.extend(_results(label, answer))
@@ -317,11 +320,7 @@ class Explainer:
         written there and the summary (counts) is returned; without, the results are returned
         as a DataFrame in ``cent batch``'s CSV layout (``line`` is the input's line: row ``i``
         of a DataFrame is line ``i + 2``)."""
-        options = (
-            int(n), None if desired is None else str(desired), _names(immutable, "immutable"),
-            _names(increase_only, "increase_only"), _names(decrease_only, "decrease_only"),
-            _names(free, "free"), _cost(cost), None if min_probability is None else float(min_probability),
-        )
+        options = _options(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability)
         with tempfile.TemporaryDirectory(prefix="cent-batch-") as tmp:
             if hasattr(data, "to_csv"):
                 source = os.path.join(tmp, "input.csv")
