@@ -38,6 +38,8 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 # The Python package's check (.ci/python.sh): a venv with pip, and OpenMP for LightGBM's wheel.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 ldconfig -p 2>/dev/null | grep -q 'libgomp\.so\.1' || need+=(libgomp1)
+# The Spark recipe's test (PySpark in local mode) needs Java 17 or later.
+java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' || need+=(openjdk-17-jre-headless)
 if [ ${#need[@]} -gt 0 ] || ! apt-cache show dataset-fashion-mnist >/dev/null 2>&1; then
   apt-get update -qq
 fi

@@ -1,7 +1,8 @@
 """The Spark recipe: Adult-shaped people explained with `mapInPandas` and a broadcast (pickled)
 explainer, in Spark's local mode, give exactly the rows `cent batch` writes for the same input.
 
-Not part of the default suite (it needs PySpark and Java 17, and takes a few minutes):
+It needs PySpark and Java 17 or later, takes a few minutes, and runs in CI after the package's
+own tests (`.ci/python.sh`):
 
     pip install pyspark
     CENT_BIN=target/debug/cent pytest cent-py/spark

@@ -42,7 +42,10 @@ impl PyModel {
     fn call(&self, py: Python<'_>, rows: &[f32], n: usize) -> Result<Vec<f32>, String> {
         let fail = |e: PyErr| e.to_string();
         let numpy = py.import("numpy").map_err(fail)?;
-        let bytes: Vec<u8> = rows.iter().flat_map(|&v| f64::from(v).to_ne_bytes()).collect();
+        let mut bytes = Vec::with_capacity(rows.len() * 8);
+        for &v in rows {
+            bytes.extend_from_slice(&f64::from(v).to_ne_bytes());
+        }
         let x = numpy
             .call_method1("frombuffer", (PyBytes::new(py, &bytes), "float64"))
             .and_then(|a| a.call_method1("reshape", (n, self.inputs)))
