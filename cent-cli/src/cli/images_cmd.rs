@@ -1,9 +1,9 @@
 //! `cent images`: image counterfactuals with the PP/PN contrast, as a PNG grid and JSON.
 
+use super::progress::Bars;
 use anyhow::Result;
 use cent_lab::images::parse_pair;
 use cent_lab::images::run::{self, ImageRun};
-use super::progress::Bars;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -213,12 +213,7 @@ fn dropout_mask(rng: &mut SeededRng, n: usize, hidden: usize, device: &Device) -
 ///
 /// # Errors
 /// [`TrainError`] for malformed data or a diverging loss.
-pub fn train_cnn(
-    x: &[f32],
-    y: &[usize],
-    config: &CnnConfig,
-    progress: &dyn Progress,
-) -> Result<PlainCnn, TrainError> {
+pub fn train_cnn(x: &[f32], y: &[usize], config: &CnnConfig, progress: &dyn Progress) -> Result<PlainCnn, TrainError> {
     if !x.len().is_multiple_of(SIDE * SIDE) || x.len() / (SIDE * SIDE) != y.len() {
         return Err(TrainError::Shape { len: x.len(), n_cols: SIDE * SIDE });
     }

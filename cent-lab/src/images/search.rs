@@ -153,9 +153,14 @@ pub fn explain<M: BlackBox + ?Sized>(
                 v > lo && v <= hi
             })
         };
-        let in_leaf: Vec<usize> =
-            (0..exemplars.len()).filter(|&e| inside(&exemplar_means[e])).take(cfg.exemplars).collect();
-        let Some((image, found)) = realize(model, x, pool, &exemplars, &in_leaf, &moves, desired, cfg.min_probability) else { continue };
+        let in_leaf: Vec<&[f32]> = (0..exemplars.len())
+            .filter(|&e| inside(&exemplar_means[e]))
+            .take(cfg.exemplars)
+            .map(|e| pool.image(exemplars[e]))
+            .collect();
+        let Some((image, found)) = realize(model, x, &in_leaf, &moves, desired, cfg.min_probability) else {
+            continue;
+        };
         let image = prune(model, x, image, desired, cfg.min_probability);
         let changed = count_changed(x, &image);
         // A leaf's own realization ranks before an extended one; fewer changed pixels next.
@@ -173,15 +178,12 @@ pub fn explain<M: BlackBox + ?Sized>(
 fn realize<M: BlackBox + ?Sized>(
     model: &M,
     x: &[f32],
-    pool: &Pool<'_>,
-    exemplars: &[usize],
-    in_leaf: &[usize],
+    in_leaf: &[&[f32]],
     moves: &[(usize, f32)],
     desired: usize,
     min_probability: f32,
 ) -> Option<(Vec<f32>, PixelFound)> {
-    for &e in in_leaf {
-        let other = pool.image(exemplars[e]);
+    for &other in in_leaf {
         for t in [0.5f32, 0.75, 1.0] {
             let mut image = x.to_vec();
             for &(p, _) in moves {
@@ -196,8 +198,7 @@ fn realize<M: BlackBox + ?Sized>(
     }
     // The leaf's patches alone do not move the CNN: the nearest exemplar's other patches follow,
     // those that differ most from the query first, until the CNN flips.
-    if let Some(&e) = in_leaf.first() {
-        let other = pool.image(exemplars[e]);
+    if let Some(&other) = in_leaf.first() {
         let mut image = x.to_vec();
         for &(p, _) in moves {
             patch_pixels(p).for_each(|i| image[i] = other[i]);
@@ -274,10 +275,13 @@ fn neighbours(pool: &Pool<'_>, z: &[f32], desired: usize, k: usize) -> Vec<usize
     ids
 }
 
-/// For each leaf of class `desired`: its box, and the features to change with their new
-/// values (just inside the leaf's interval), ordered by total L1 change.
-pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -> Vec<(Bounds, Vec<(usize, f32)>)> {
-    let mut found: Vec<(f32, Bounds, Vec<(usize, f32)>)> = Vec::new();
+/// A contrast leaf: its box, and the features the query must change with their new values.
+pub type Contrast = (Bounds, Vec<(usize, f32)>);
+
+/// For each leaf of class `desired` its [`Contrast`] (new values just inside the leaf's
+/// intervals), ordered by total L1 change.
+pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -> Vec<Contrast> {
+    let mut found: Vec<(f32, Contrast)> = Vec::new();
     for idx in 0..tree.len() as NodeIdx {
         let Some(Node::Leaf { class, .. }) = tree.node(idx) else { continue };
         if class as usize != desired {
@@ -304,32 +308,31 @@ pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -
             moves.push((j, target));
         }
         if cost.is_finite() && !moves.is_empty() {
-            found.push((cost, bounds, moves));
+            found.push((cost, (bounds, moves)));
         }
     }
     found.sort_by(|a, b| a.0.total_cmp(&b.0));
-    found.into_iter().map(|(_, b, m)| (b, m)).collect()
+    found.into_iter().map(|(_, c)| c).collect()
 }
 
-/// True when the model assigns `image` to `desired` (a model failure never counts as a flip).
-fn predicts<M: BlackBox + ?Sized>(model: &M, image: &[f32], desired: usize) -> bool {
-    model.predict(image).is_ok_and(|c| c.first() == Some(&desired))
-}
-
-/// The model's probability of `desired` for `image` (0 when the model fails).
-fn confidence<M: BlackBox + ?Sized>(model: &M, image: &[f32], desired: usize) -> f32 {
-    model.predict_proba(image).ok().and_then(|p| p.get(desired).copied()).unwrap_or(0.0)
-}
-
-/// Whether the model puts `image` in `desired` with at least `cfg.min_probability`.
+/// Whether the model puts `image` in `desired` (its most probable class, ties to the lowest
+/// index) with at least `min_probability`; one forward pass, and a failure never confirms.
 fn confirms<M: BlackBox + ?Sized>(model: &M, image: &[f32], desired: usize, min_probability: f32) -> bool {
-    predicts(model, image, desired) && confidence(model, image, desired) >= min_probability
+    let Ok(p) = model.probabilities(image) else { return false };
+    let best = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
+    best == desired && p.get(desired).is_some_and(|&q| q >= min_probability)
 }
 
 /// Restores changed patches to the original, those changed least first, while the model keeps
 /// `image` in `desired` with at least `min_probability`: whole strokes stay or go, so the
 /// answer keeps the exemplar's shapes instead of scattered pixels.
-fn prune<M: BlackBox + ?Sized>(model: &M, x: &[f32], mut image: Vec<f32>, desired: usize, min_probability: f32) -> Vec<f32> {
+fn prune<M: BlackBox + ?Sized>(
+    model: &M,
+    x: &[f32],
+    mut image: Vec<f32>,
+    desired: usize,
+    min_probability: f32,
+) -> Vec<f32> {
     let change = |image: &[f32], p: usize| patch_pixels(p).map(|i| (image[i] - x[i]).abs()).sum::<f32>();
     let mut changed: Vec<usize> = (0..PATCHES).filter(|&p| change(&image, p) > 1e-6).collect();
     changed.sort_by(|&a, &b| change(&image, a).total_cmp(&change(&image, b)).then(a.cmp(&b)));
