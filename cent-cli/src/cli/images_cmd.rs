@@ -1,5 +1,6 @@
 //! `cent images`: image counterfactuals with the PP/PN contrast, as a PNG grid and JSON.
 
+use super::progress::Bars;
 use anyhow::Result;
 use cent_lab::images::parse_pair;
 use cent_lab::images::run::{self, ImageRun};
@@ -21,9 +22,10 @@ pub struct ImagesArgs {
     /// Output directory of the PNG grid and JSON summary.
     #[arg(long, default_value = "docs/images")]
     pub out: PathBuf,
-    /// Training images per class at most.
-    #[arg(long, default_value_t = 800)]
-    pub per_class: usize,
+    /// Training images per class at most (default: every image the fetched data hold, a fifth
+    /// of each class, at most 1,000, kept for test).
+    #[arg(long)]
+    pub per_class: Option<usize>,
     /// CNN training epochs.
     #[arg(long, default_value_t = 3)]
     pub cnn_epochs: usize,
@@ -52,13 +54,20 @@ pub fn run(args: &ImagesArgs) -> Result<ExitCode> {
         vae_epochs: args.vae_epochs,
     };
     let quiet = args.quiet;
-    let summary = run::run(&settings, &args.cache, &args.out, &mut |line| {
-        if !quiet {
-            eprintln!("{line}");
-        }
-    })?;
+    let bars = Bars::new(quiet);
+    let summary = run::run(
+        &settings,
+        &args.cache,
+        &args.out,
+        &mut |line| {
+            if !quiet {
+                eprintln!("{line}");
+            }
+        },
+        &bars,
+    )?;
     outln!(
-        "{} {} vs {}: CNN accuracy {:.4}; flipped {}/{} ({:.0}%), {:.1} changed pixels on average, {:.0} ms per image; grid {}",
+        "{} {} vs {}: CNN accuracy {:.4}; flipped {}/{} ({:.0}%), {:.0}% by the tree search ({:.0}% from a leaf's own patches), second CNN agrees on {:.0}%, {:.1} changed pixels on average, {:.0} ms per image; grid {}",
         summary.dataset,
         summary.pair[0],
         summary.pair[1],
@@ -66,6 +75,9 @@ pub fn run(args: &ImagesArgs) -> Result<ExitCode> {
         summary.images.iter().filter(|r| r.flipped).count(),
         summary.explained,
         100.0 * summary.flip_rate,
+        100.0 * (summary.tree_share + summary.exemplar_share),
+        100.0 * summary.tree_share,
+        100.0 * summary.second_agreement,
         summary.mean_changed_pixels,
         summary.mean_latency_ms,
         summary.grid

@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::cnn::{CnnConfig, PlainCnn, train_cnn};
+use super::cnn::{Arch, CnnConfig, PlainCnn, train_cnn};
 use super::search::{self, PixelConfig, Pool};
 use super::{ImageError, ImageSet, PIXELS, class_name, load, render};
-use cent_host::blackbox::{self, TrainError};
+use cent_host::blackbox::{self, BlackBox, TrainError};
+use cent_host::progress::Progress;
 use cent_host::train::SeededRng;
 use cent_host::vae::{self, VaeConfig, VaeError};
 
@@ -20,8 +21,9 @@ pub struct ImageRun {
     pub pair: [usize; 2],
     pub count: usize,
     pub seed: u64,
-    /// Training images per class at most (keeps CPU training small).
-    pub per_class: usize,
+    /// Training images per class at most; `None`: every image the fetched data hold (test
+    /// images aside).
+    pub per_class: Option<usize>,
     pub cnn_epochs: usize,
     pub vae_epochs: usize,
 }
@@ -48,9 +50,16 @@ pub struct ImageResult {
     pub index: usize,
     pub from: String,
     pub to: String,
+    /// The target class's label in the pair (0 or 1).
+    #[serde(skip)]
+    pub to_index: usize,
     pub flipped: bool,
     /// Which search step found it (none when nothing flipped).
     pub found: Option<search::PixelFound>,
+    /// The second, independently trained CNN also puts the counterfactual in the target class.
+    pub second_agrees: bool,
+    /// The image VAE's reconstruction error of the counterfactual (binary cross-entropy).
+    pub reconstruction: f64,
     pub changed_pixels: usize,
     pub l1: f32,
     pub latency_ms: f64,
@@ -65,17 +74,36 @@ pub struct ImageSummary {
     pub train_images: usize,
     pub test_images: usize,
     pub cnn_test_accuracy: f64,
+    /// The second judge: its shape and test accuracy.
+    pub second_cnn: Arch,
+    pub second_cnn_test_accuracy: f64,
+    /// Seconds to train the CNN, the second CNN and the VAE.
+    pub training_seconds: [f64; 3],
     pub vae_latent: usize,
     pub explained: usize,
     pub flip_rate: f64,
+    /// Share of the counterfactuals the tree search found: from a leaf's own patches
+    /// (`tree`), and with its exemplar's further patches (`exemplar`); the rest came from the
+    /// fallback.
+    pub tree_share: f64,
+    pub exemplar_share: f64,
+    /// Share of the counterfactuals the second CNN also puts in the target class.
+    pub second_agreement: f64,
+    /// Mean VAE reconstruction error of the counterfactuals, and of real test images of their
+    /// target classes (the same measure: closer means more like a real image of that class).
+    pub reconstruction_cf: f64,
+    pub reconstruction_target: f64,
     pub mean_changed_pixels: f64,
     pub mean_latency_ms: f64,
     pub grid: String,
     pub images: Vec<ImageResult>,
 }
 
-/// Train/test images of the pair, labels 0/1, seeded split with at most `per_class` training
-/// images per class.
+/// Test images per class at most (a fifth of a class up to this).
+const TEST_PER_CLASS: usize = 1000;
+
+/// Train/test images of the pair, labels 0/1, seeded split: a fifth of each class (at most
+/// [`TEST_PER_CLASS`]) for test, the rest (at most `per_class`) for training.
 fn pair_split(set: &ImageSet, pair: [usize; 2], per_class: usize, seed: u64) -> (ImageSet, ImageSet) {
     let mut rng = SeededRng::new(seed);
     let mut train = ImageSet { pixels: Vec::new(), labels: Vec::new() };
@@ -83,7 +111,7 @@ fn pair_split(set: &ImageSet, pair: [usize; 2], per_class: usize, seed: u64) -> 
     for (label, &digit) in pair.iter().enumerate() {
         let members: Vec<usize> = (0..set.len()).filter(|&i| set.labels[i] == digit).collect();
         let order = rng.permutation(members.len());
-        let n_test = members.len() / 5;
+        let n_test = (members.len() / 5).min(TEST_PER_CLASS);
         for (k, &pos) in order.iter().enumerate() {
             let side = if k < n_test {
                 &mut test
@@ -117,9 +145,10 @@ pub fn run(
     cache: &Path,
     out: &Path,
     progress: &mut dyn FnMut(&str),
+    bars: &dyn Progress,
 ) -> Result<ImageSummary, ImageRunError> {
-    let set = load(&settings.dataset, cache, 12_000)?;
-    let (train, test) = pair_split(&set, settings.pair, settings.per_class, settings.seed);
+    let set = load(&settings.dataset, cache, usize::MAX)?;
+    let (train, test) = pair_split(&set, settings.pair, settings.per_class.unwrap_or(usize::MAX), settings.seed);
     if train.len() < 20 || test.is_empty() {
         return Err(ImageRunError::TooFew(settings.pair));
     }
@@ -133,22 +162,44 @@ pub fn run(
         test.len()
     ));
     let cnn_config = CnnConfig { epochs: settings.cnn_epochs, seed: settings.seed, ..CnnConfig::default() };
-    let cnn = train_cnn(&train.pixels, &train.labels, &cnn_config)?;
+    let start = Instant::now();
+    let cnn = train_cnn(&train.pixels, &train.labels, &cnn_config, bars)?;
+    let cnn_seconds = start.elapsed().as_secs_f64();
     let accuracy = blackbox::accuracy(&cnn, &test.pixels, &test.labels)?;
-    progress(&format!("CNN test accuracy {accuracy:.4}; training the VAE [500, 250] / 32"));
+    // The second judge: another shape and another seed, trained on the same images.
+    let second_config = CnnConfig { seed: settings.seed.wrapping_add(1000), arch: Arch::second(), ..cnn_config };
+    progress(&format!("CNN test accuracy {accuracy:.4} ({cnn_seconds:.0} s); training the second CNN"));
+    let start = Instant::now();
+    let second = train_cnn(&train.pixels, &train.labels, &second_config, bars)?;
+    let second_seconds = start.elapsed().as_secs_f64();
+    let second_accuracy = blackbox::accuracy(&second, &test.pixels, &test.labels)?;
+    progress(&format!(
+        "second CNN test accuracy {second_accuracy:.4} ({second_seconds:.0} s); training the VAE [500, 250] / 32"
+    ));
     let vae_config =
         VaeConfig { epochs: settings.vae_epochs, seed: settings.seed, ..VaeConfig::for_dataset("images")? };
-    let vae = vae::train(&train.pixels, PIXELS, &vae_config, None)?;
+    let start = Instant::now();
+    let vae = vae::train(&train.pixels, PIXELS, &vae_config, Some(bars))?;
+    let vae_seconds = start.elapsed().as_secs_f64();
     let latents = vae.encode(&train.pixels);
     let predicted = cnn.classify(&train.pixels);
     let pool = Pool { images: &train.pixels, latents: &latents, latent: vae.latent(), predicted: &predicted };
-    let (results, pairs) = explain_all(&cnn, &vae, &pool, &test, settings.count, &names);
+    progress(&format!("VAE trained ({vae_seconds:.0} s); explaining {} test images", settings.count.min(test.len())));
+    let judges = Judges { cnn: &cnn, second: &second, vae: &vae };
+    let (results, pairs) = explain_all(&judges, &pool, &test, settings.count, &names);
     std::fs::create_dir_all(out).map_err(|e| ImageRunError::Write(format!("{}: {e}", out.display())))?;
     let stem = format!("{}-{}-{}", settings.dataset, names[0], names[1]);
     let grid_path = out.join(format!("{stem}.png"));
     render::grid(&pairs, 4).save_png(&grid_path).map_err(ImageRunError::Write)?;
-    let summary =
-        summarise(settings, names, &train, &test, accuracy, vae.latent(), grid_path.display().to_string(), results);
+    let target_recon = target_reconstruction(&cnn, &vae, &test, &results);
+    let trained = Trained {
+        accuracy,
+        second_accuracy,
+        seconds: [cnn_seconds, second_seconds, vae_seconds],
+        latent: vae.latent(),
+        target_recon,
+    };
+    let summary = summarise(settings, names, &train, &test, &trained, grid_path.display().to_string(), results);
     let json_path = out.join(format!("{stem}.json"));
     let json = serde_json::to_string_pretty(&summary).map_err(|e| ImageRunError::Write(e.to_string()))?;
     std::fs::write(&json_path, json).map_err(|e| ImageRunError::Write(format!("{}: {e}", json_path.display())))?;
@@ -158,11 +209,41 @@ pub fn run(
 /// An original image and its counterfactual.
 type Pair = (Vec<f32>, Vec<f32>);
 
+/// The explained CNN, the second judge and the VAE.
+struct Judges<'a> {
+    cnn: &'a PlainCnn,
+    second: &'a PlainCnn,
+    vae: &'a vae::Vae,
+}
+
+/// What training gave, for the summary.
+struct Trained {
+    accuracy: f64,
+    second_accuracy: f64,
+    seconds: [f64; 3],
+    latent: usize,
+    target_recon: f64,
+}
+
+/// Mean VAE reconstruction error of the test images of the classes the counterfactuals reach
+/// (each explained image's target class, the CNN's prediction of the test image).
+fn target_reconstruction(cnn: &PlainCnn, vae: &vae::Vae, test: &ImageSet, results: &[ImageResult]) -> f64 {
+    let predicted = cnn.classify(&test.pixels);
+    let mut errors = [0.0f64; 2];
+    for (class, error) in errors.iter_mut().enumerate() {
+        let rows: Vec<f32> =
+            (0..test.len()).filter(|&i| predicted[i] == class).flat_map(|i| test.image(i).to_vec()).collect();
+        *error = vae.reconstruction_error(&rows);
+    }
+    let flipped: Vec<&ImageResult> = results.iter().filter(|r| r.flipped).collect();
+    let targets: Vec<usize> = flipped.iter().map(|r| r.to_index).collect();
+    if targets.is_empty() { 0.0 } else { targets.iter().map(|&t| errors[t]).sum::<f64>() / targets.len() as f64 }
+}
+
 /// Explains the first `count` test images; returns per-image results and the flipped
 /// `(original, counterfactual)` pairs for the grid.
 fn explain_all(
-    cnn: &PlainCnn,
-    vae: &vae::Vae,
+    judges: &Judges<'_>,
     pool: &Pool<'_>,
     test: &ImageSet,
     count: usize,
@@ -172,19 +253,26 @@ fn explain_all(
     let mut pairs = Vec::new();
     for i in 0..count.min(test.len()) {
         let x = test.image(i);
-        let class = cnn.classify(x).first().copied().unwrap_or(0).min(1);
+        let class = judges.cnn.classify(x).first().copied().unwrap_or(0).min(1);
         let start = Instant::now();
-        let found = search::explain(cnn, vae, pool, x, &PixelConfig::default());
+        let found = search::explain(judges.cnn, judges.vae, pool, x, &PixelConfig::default());
         let latency_ms = start.elapsed().as_secs_f64() * 1e3;
         let (changed, l1) = found
             .as_ref()
             .map_or((0, 0.0), |cf| (cf.changed, x.iter().zip(&cf.image).map(|(a, b)| (a - b).abs()).sum()));
+        let second_agrees = found
+            .as_ref()
+            .is_some_and(|cf| judges.second.predict(&cf.image).is_ok_and(|c| c.first() == Some(&(1 - class))));
+        let reconstruction = found.as_ref().map_or(0.0, |cf| judges.vae.reconstruction_error(&cf.image));
         results.push(ImageResult {
             index: i,
             from: names[class].clone(),
             to: names[1 - class].clone(),
+            to_index: 1 - class,
             flipped: found.is_some(),
             found: found.as_ref().map(|cf| cf.found),
+            second_agrees,
+            reconstruction,
             changed_pixels: changed,
             l1,
             latency_ms,
@@ -196,14 +284,12 @@ fn explain_all(
     (results, pairs)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn summarise(
     settings: &ImageRun,
     pair: [String; 2],
     train: &ImageSet,
     test: &ImageSet,
-    accuracy: f64,
-    latent: usize,
+    trained: &Trained,
     grid: String,
     images: Vec<ImageResult>,
 ) -> ImageSummary {
@@ -216,10 +302,24 @@ fn summarise(
         seed: settings.seed,
         train_images: train.len(),
         test_images: test.len(),
-        cnn_test_accuracy: accuracy,
-        vae_latent: latent,
+        cnn_test_accuracy: trained.accuracy,
+        second_cnn: Arch::second(),
+        second_cnn_test_accuracy: trained.second_accuracy,
+        training_seconds: trained.seconds,
+        vae_latent: trained.latent,
         explained,
         flip_rate: mean(flipped.len() as f64, explained),
+        tree_share: mean(
+            flipped.iter().filter(|r| r.found == Some(search::PixelFound::Tree)).count() as f64,
+            flipped.len(),
+        ),
+        exemplar_share: mean(
+            flipped.iter().filter(|r| r.found == Some(search::PixelFound::Exemplar)).count() as f64,
+            flipped.len(),
+        ),
+        second_agreement: mean(flipped.iter().filter(|r| r.second_agrees).count() as f64, flipped.len()),
+        reconstruction_cf: mean(flipped.iter().map(|r| r.reconstruction).sum(), flipped.len()),
+        reconstruction_target: trained.target_recon,
         mean_changed_pixels: mean(flipped.iter().map(|r| r.changed_pixels as f64).sum(), flipped.len()),
         mean_latency_ms: mean(images.iter().map(|r| r.latency_ms).sum(), explained),
         grid,

@@ -1,23 +1,28 @@
-//! CEnt on pixels.
+//! CEnt on images.
 //!
-//! The core's tree, graph and search hold at most 64 encoded columns, and an image has 784
-//! pixel columns. Rather than change the `no_std` core, each query's surrogate is grown over a
-//! **query-specific subset of 64 pixels**: those whose mean intensity differs most between the
-//! query's latent neighbours the CNN puts in the current class and those it puts in the desired
-//! class. The tree is the host's entropy CART ([`cent_host::surrogate::fit`]) and the contrast
-//! leaves are ordered by the L1 change they demand (with one interval per column this is the
-//! order Dijkstra over the tree graph would reach them). Steps:
+//! The tree is grown over **patches**: the mean intensity of each 4x4 block of pixels, a 7x7
+//! grid of 49 features (a single pixel rarely moves a CNN, and 784 pixel columns exceed what a
+//! tree of depth 10 can say). Steps:
 //!
 //! 1. encode the pool and the query with the image VAE's encoder (mean); the `k` nearest pool
 //!    images overall and the `k` nearest of the desired class, labelled by the CNN;
 //! 2. add interpolations between the query and its desired-class neighbours (labelled too), so
 //!    the tree sees the boundary;
-//! 3. grow the tree over the 64 selected pixels, take its leaves of the desired class;
-//! 4. move each violated pixel just inside the leaf's interval (margin 0.05), **verify with
-//!    the CNN**, and prune pixels whose change is not needed;
-//! 5. when no leaf verifies (64 pixels are often too few to move a CNN), fall back to the
-//!    shortest verified blend towards the latent-nearest desired-class neighbour, pruned pixel
-//!    by pixel. Each result records which step found it.
+//! 3. grow the host's entropy tree ([`cent_host::surrogate::fit`]) over the patch means; its
+//!    leaves of the desired class, ordered by the change of patch means they demand (with one
+//!    interval per feature, the order Dijkstra over the tree graph reaches them);
+//! 4. realize each leaf from the data: the leaf's **exemplars** are the real desired-class
+//!    neighbours whose patches fall inside the leaf; the patches the query violates take the
+//!    pixels of the nearest exemplar (in latent space), or a blend of 1/2 or 3/4 of the way to
+//!    them; when no real image lies in the leaf, the boundary point (each violated patch
+//!    shifted just inside its interval). When none of these flips the CNN, the nearest
+//!    exemplar's other patches are added, most different first, until it does (recorded as
+//!    `exemplar`, apart from a leaf's own `tree` realization). Each candidate is **verified
+//!    with the CNN**, then pruned pixel by pixel; a leaf's own realization wins over an
+//!    extended one, then the fewest changed pixels;
+//! 5. when no leaf verifies, the labelled fallback: the shortest verified blend towards the
+//!    latent-nearest desired-class neighbour, pruned. Each result records which step found
+//!    it.
 
 use cent_host::blackbox::BlackBox;
 use cent_host::surrogate::{self, TreeParams};
@@ -26,18 +31,30 @@ use cent_nostd::tree::{Bounds, Node, NodeIdx, Tree};
 
 use super::PIXELS;
 
+/// Side of the image, in pixels.
+const SIDE: usize = 28;
+/// Side of a patch, in pixels.
+pub const PATCH: usize = 4;
+/// Patches per row of the image.
+const GRID: usize = SIDE / PATCH;
+/// The tree's features: one per patch.
+pub const PATCHES: usize = GRID * GRID;
+
 /// Search sizes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PixelConfig {
     pub k: usize,
-    pub columns: usize,
     pub leaves: usize,
     pub margin: f32,
+    /// Exemplars tried per leaf.
+    pub exemplars: usize,
+    /// The CNN's probability of the target class a counterfactual must keep.
+    pub min_probability: f32,
 }
 
 impl Default for PixelConfig {
     fn default() -> Self {
-        Self { k: 150, columns: cent_nostd::capacity::COLUMNS, leaves: 40, margin: 0.05 }
+        Self { k: 150, leaves: 40, margin: 0.05, exemplars: 3, min_probability: 0.8 }
     }
 }
 
@@ -50,12 +67,26 @@ pub struct Pool<'a> {
     pub predicted: &'a [usize],
 }
 
+impl Pool<'_> {
+    fn image(&self, i: usize) -> &[f32] {
+        &self.images[i * PIXELS..(i + 1) * PIXELS]
+    }
+
+    fn distance(&self, i: usize, z: &[f32]) -> f32 {
+        self.latents[i * self.latent..(i + 1) * self.latent].iter().zip(z).map(|(a, b)| (a - b) * (a - b)).sum()
+    }
+}
+
 /// Which step produced a counterfactual.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PixelFound {
-    /// A contrast leaf of the pixel tree, verified and pruned.
+    /// A contrast leaf of the patch tree, realized from an in-leaf exemplar (or its boundary)
+    /// in the patches the leaf requires, verified and pruned.
     Tree,
+    /// A contrast leaf whose required patches alone do not flip the CNN: its nearest in-leaf
+    /// exemplar's other patches added, most different first, until it flips; then pruned.
+    Exemplar,
     /// The fallback: the shortest verified step towards the nearest desired-class neighbour
     /// (in latent space), pruned pixel by pixel.
     Interpolation,
@@ -67,6 +98,21 @@ pub struct PixelCf {
     pub image: Vec<f32>,
     pub changed: usize,
     pub found: PixelFound,
+}
+
+/// The mean intensity of each patch, row-major over the patch grid.
+pub fn patch_means(image: &[f32]) -> [f32; PATCHES] {
+    let mut means = [0.0f32; PATCHES];
+    for (p, mean) in means.iter_mut().enumerate() {
+        *mean = patch_pixels(p).map(|i| image[i]).sum::<f32>() / (PATCH * PATCH) as f32;
+    }
+    means
+}
+
+/// The pixel indices of patch `p`.
+fn patch_pixels(p: usize) -> impl Iterator<Item = usize> {
+    let (top, left) = ((p / GRID) * PATCH, (p % GRID) * PATCH);
+    (0..PATCH * PATCH).map(move |k| (top + k / PATCH) * SIDE + left + k % PATCH)
 }
 
 /// Finds a verified counterfactual of `x`, or `None`.
@@ -81,38 +127,101 @@ pub fn explain<M: BlackBox + ?Sized>(
     let desired = 1 - class.min(1);
     let z = vae.encode(x);
     let ids = neighbours(pool, &z, desired, cfg.k);
-    let mut rows: Vec<f32> =
-        ids.iter().flat_map(|&i| pool.images[i * PIXELS..(i + 1) * PIXELS].iter().copied()).collect();
+    let mut rows: Vec<f32> = ids.iter().flat_map(|&i| pool.image(i).iter().copied()).collect();
     rows.extend_from_slice(x);
     for &i in ids.iter().filter(|&&i| pool.predicted[i] == desired) {
-        let other = &pool.images[i * PIXELS..(i + 1) * PIXELS];
+        let other = pool.image(i);
         for t in [0.25f32, 0.5, 0.75] {
             rows.extend(x.iter().zip(other).map(|(a, b)| a + t * (b - a)));
         }
     }
     let labels = model.predict(&rows).ok()?;
-    let cols = select_columns(&rows, &labels, desired, cfg.columns);
-    let local: Vec<f32> = rows.chunks_exact(PIXELS).flat_map(|r| cols.iter().map(|&c| r[c])).collect();
+    let features: Vec<f32> = rows.chunks_exact(PIXELS).flat_map(patch_means).collect();
     let params = TreeParams { max_depth: 10, min_leaf: 2, max_nodes: 127 };
-    let tree = surrogate::fit(&local, cols.len(), &labels, 2, &vec![true; cols.len()], params).ok()?;
+    let tree = surrogate::fit(&features, PATCHES, &labels, 2, &[true; PATCHES], params).ok()?;
     let tree = tree.tree();
-    let query: Vec<f32> = cols.iter().map(|&c| x[c]).collect();
+    let query = patch_means(x);
+    // Real images of the desired class, nearest first in latent space.
+    let mut exemplars: Vec<usize> = ids.iter().copied().filter(|&i| pool.predicted[i] == desired).collect();
+    exemplars.sort_by(|&a, &b| pool.distance(a, &z).total_cmp(&pool.distance(b, &z)).then(a.cmp(&b)));
+    let exemplar_means: Vec<[f32; PATCHES]> = exemplars.iter().map(|&i| patch_means(pool.image(i))).collect();
     let mut best: Option<PixelCf> = None;
-    for target in ordered_leaves(&tree, &query, desired, cfg.margin).into_iter().take(cfg.leaves) {
-        let mut image = x.to_vec();
-        for (j, v) in target {
-            image[cols[j]] = v;
-        }
-        if !predicts(model, &image, desired) {
+    for (bounds, moves) in ordered_leaves(&tree, &query, desired, cfg.margin).into_iter().take(cfg.leaves) {
+        let inside = |m: &[f32; PATCHES]| {
+            m.iter().enumerate().all(|(j, &v)| {
+                let (lo, hi) = bounds.interval(j);
+                v > lo && v <= hi
+            })
+        };
+        let in_leaf: Vec<&[f32]> = (0..exemplars.len())
+            .filter(|&e| inside(&exemplar_means[e]))
+            .take(cfg.exemplars)
+            .map(|e| pool.image(exemplars[e]))
+            .collect();
+        let Some((image, found)) = realize(model, x, &in_leaf, &moves, desired, cfg.min_probability) else {
             continue;
-        }
-        let image = prune(model, x, image, desired);
+        };
+        let image = prune(model, x, image, desired, cfg.min_probability);
         let changed = count_changed(x, &image);
-        if best.as_ref().is_none_or(|b| changed < b.changed) {
-            best = Some(PixelCf { image, changed, found: PixelFound::Tree });
+        // A leaf's own realization ranks before an extended one; fewer changed pixels next.
+        let rank = |f: PixelFound, c: usize| (f != PixelFound::Tree, c);
+        if best.as_ref().is_none_or(|b| rank(found, changed) < rank(b.found, b.changed)) {
+            best = Some(PixelCf { image, changed, found });
         }
     }
-    best.or_else(|| interpolate(model, pool, &z, &ids, x, desired))
+    best.or_else(|| interpolate(model, pool, &z, &ids, x, desired, cfg.min_probability))
+}
+
+/// The first candidate of a leaf the model puts in `desired`: the violated patches (`moves`)
+/// take 1/2, 3/4 or all of the way to each in-leaf exemplar's pixels, nearest exemplar first;
+/// without exemplars, each violated patch shifted to its target mean.
+fn realize<M: BlackBox + ?Sized>(
+    model: &M,
+    x: &[f32],
+    in_leaf: &[&[f32]],
+    moves: &[(usize, f32)],
+    desired: usize,
+    min_probability: f32,
+) -> Option<(Vec<f32>, PixelFound)> {
+    for &other in in_leaf {
+        for t in [0.5f32, 0.75, 1.0] {
+            let mut image = x.to_vec();
+            for &(p, _) in moves {
+                for i in patch_pixels(p) {
+                    image[i] = x[i] + t * (other[i] - x[i]);
+                }
+            }
+            if confirms(model, &image, desired, min_probability) {
+                return Some((image, PixelFound::Tree));
+            }
+        }
+    }
+    // The leaf's patches alone do not move the CNN: the nearest exemplar's other patches follow,
+    // those that differ most from the query first, until the CNN flips.
+    if let Some(&other) = in_leaf.first() {
+        let mut image = x.to_vec();
+        for &(p, _) in moves {
+            patch_pixels(p).for_each(|i| image[i] = other[i]);
+        }
+        let gap = |p: usize| patch_pixels(p).map(|i| (other[i] - x[i]).abs()).sum::<f32>();
+        let mut rest: Vec<usize> = (0..PATCHES).filter(|p| moves.iter().all(|&(m, _)| m != *p)).collect();
+        rest.sort_by(|&a, &b| gap(b).total_cmp(&gap(a)).then(a.cmp(&b)));
+        for p in rest.into_iter().take_while(|&p| gap(p) > 0.0) {
+            patch_pixels(p).for_each(|i| image[i] = other[i]);
+            if confirms(model, &image, desired, min_probability) {
+                return Some((image, PixelFound::Exemplar));
+            }
+        }
+    }
+    let mut image = x.to_vec();
+    let means = patch_means(x);
+    for &(p, target) in moves {
+        let shift = target - means[p];
+        for i in patch_pixels(p) {
+            image[i] = (x[i] + shift).clamp(0.0, 1.0);
+        }
+    }
+    confirms(model, &image, desired, min_probability).then_some((image, PixelFound::Tree))
 }
 
 fn count_changed(x: &[f32], image: &[f32]) -> usize {
@@ -128,6 +237,7 @@ fn interpolate<M: BlackBox + ?Sized>(
     ids: &[usize],
     x: &[f32],
     desired: usize,
+    min_probability: f32,
 ) -> Option<PixelCf> {
     let dist = |i: usize| -> f32 {
         pool.latents[i * pool.latent..(i + 1) * pool.latent].iter().zip(z).map(|(a, b)| (a - b) * (a - b)).sum()
@@ -139,8 +249,8 @@ fn interpolate<M: BlackBox + ?Sized>(
         for step in 1..=10 {
             let t = step as f32 / 10.0;
             let blend: Vec<f32> = x.iter().zip(other).map(|(a, b)| a + t * (b - a)).collect();
-            if predicts(model, &blend, desired) {
-                let image = prune(model, x, blend, desired);
+            if confirms(model, &blend, desired, min_probability) {
+                let image = prune(model, x, blend, desired, min_probability);
                 let changed = count_changed(x, &image);
                 return Some(PixelCf { image, changed, found: PixelFound::Interpolation });
             }
@@ -165,27 +275,13 @@ fn neighbours(pool: &Pool<'_>, z: &[f32], desired: usize, k: usize) -> Vec<usize
     ids
 }
 
-/// The `count` pixels whose mean differs most between the two labelled groups.
-pub fn select_columns(rows: &[f32], labels: &[usize], desired: usize, count: usize) -> Vec<usize> {
-    let mut sum = [vec![0.0f32; PIXELS], vec![0.0f32; PIXELS]];
-    let mut n = [0usize; 2];
-    for (row, &label) in rows.chunks_exact(PIXELS).zip(labels) {
-        let side = usize::from(label == desired);
-        n[side] += 1;
-        sum[side].iter_mut().zip(row).for_each(|(s, v)| *s += v);
-    }
-    let gap = |c: usize| (sum[1][c] / n[1].max(1) as f32 - sum[0][c] / n[0].max(1) as f32).abs();
-    let mut cols: Vec<usize> = (0..PIXELS).collect();
-    cols.sort_by(|&a, &b| gap(b).total_cmp(&gap(a)).then(a.cmp(&b)));
-    cols.truncate(count.min(cent_nostd::capacity::COLUMNS));
-    cols.sort_unstable();
-    cols
-}
+/// A contrast leaf: its box, and the features the query must change with their new values.
+pub type Contrast = (Bounds, Vec<(usize, f32)>);
 
-/// For each leaf of class `desired`: the local columns to change and their new values (just
-/// inside the leaf's interval), ordered by total L1 change.
-pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -> Vec<Vec<(usize, f32)>> {
-    let mut found: Vec<(f32, Vec<(usize, f32)>)> = Vec::new();
+/// For each leaf of class `desired` its [`Contrast`] (new values just inside the leaf's
+/// intervals), ordered by total L1 change.
+pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -> Vec<Contrast> {
+    let mut found: Vec<(f32, Contrast)> = Vec::new();
     for idx in 0..tree.len() as NodeIdx {
         let Some(Node::Leaf { class, .. }) = tree.node(idx) else { continue };
         if class as usize != desired {
@@ -212,26 +308,39 @@ pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -
             moves.push((j, target));
         }
         if cost.is_finite() && !moves.is_empty() {
-            found.push((cost, moves));
+            found.push((cost, (bounds, moves)));
         }
     }
     found.sort_by(|a, b| a.0.total_cmp(&b.0));
-    found.into_iter().map(|(_, m)| m).collect()
+    found.into_iter().map(|(_, c)| c).collect()
 }
 
-/// True when the model assigns `image` to `desired` (a model failure never counts as a flip).
-fn predicts<M: BlackBox + ?Sized>(model: &M, image: &[f32], desired: usize) -> bool {
-    model.predict(image).is_ok_and(|c| c.first() == Some(&desired))
+/// Whether the model puts `image` in `desired` (its most probable class, ties to the lowest
+/// index) with at least `min_probability`; one forward pass, and a failure never confirms.
+fn confirms<M: BlackBox + ?Sized>(model: &M, image: &[f32], desired: usize, min_probability: f32) -> bool {
+    let Ok(p) = model.probabilities(image) else { return false };
+    let best = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
+    best == desired && p.get(desired).is_some_and(|&q| q >= min_probability)
 }
 
-/// Restores changed pixels to their original value, one at a time, while the CNN still flips.
-fn prune<M: BlackBox + ?Sized>(model: &M, x: &[f32], mut image: Vec<f32>, desired: usize) -> Vec<f32> {
-    let changed: Vec<usize> = (0..PIXELS).filter(|&p| (x[p] - image[p]).abs() > 1e-6).collect();
+/// Restores changed patches to the original, those changed least first, while the model keeps
+/// `image` in `desired` with at least `min_probability`: whole strokes stay or go, so the
+/// answer keeps the exemplar's shapes instead of scattered pixels.
+fn prune<M: BlackBox + ?Sized>(
+    model: &M,
+    x: &[f32],
+    mut image: Vec<f32>,
+    desired: usize,
+    min_probability: f32,
+) -> Vec<f32> {
+    let change = |image: &[f32], p: usize| patch_pixels(p).map(|i| (image[i] - x[i]).abs()).sum::<f32>();
+    let mut changed: Vec<usize> = (0..PATCHES).filter(|&p| change(&image, p) > 1e-6).collect();
+    changed.sort_by(|&a, &b| change(&image, a).total_cmp(&change(&image, b)).then(a.cmp(&b)));
     for p in changed {
-        let kept = image[p];
-        image[p] = x[p];
-        if !predicts(model, &image, desired) {
-            image[p] = kept;
+        let kept: Vec<f32> = patch_pixels(p).map(|i| image[i]).collect();
+        patch_pixels(p).for_each(|i| image[i] = x[i]);
+        if !confirms(model, &image, desired, min_probability) {
+            patch_pixels(p).zip(kept).for_each(|(i, v)| image[i] = v);
         }
     }
     image
@@ -242,14 +351,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn test_select_columns_prefers_separating_pixels() {
-        let mut rows = vec![0.0f32; 4 * PIXELS];
-        // Pixel 10 is on only in the desired class; pixel 20 only in the other.
-        rows[10] = 1.0;
-        rows[PIXELS + 10] = 1.0;
-        rows[2 * PIXELS + 20] = 1.0;
-        rows[3 * PIXELS + 20] = 1.0;
-        let cols = select_columns(&rows, &[1, 1, 0, 0], 1, 2);
-        assert_eq!(cols, vec![10, 20]);
+    fn test_patch_means_average_their_own_block() {
+        let mut image = vec![0.0f32; PIXELS];
+        // The top-left patch fully inked; one pixel of the last patch.
+        for y in 0..PATCH {
+            for x in 0..PATCH {
+                image[y * SIDE + x] = 1.0;
+            }
+        }
+        image[PIXELS - 1] = 0.8;
+        let means = patch_means(&image);
+        assert_eq!(means[0], 1.0);
+        assert!((means[PATCHES - 1] - 0.05).abs() < 1e-6);
+        assert_eq!(means.iter().filter(|&&m| m != 0.0).count(), 2);
+        let mut all: Vec<usize> = (0..PATCHES).flat_map(patch_pixels).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..PIXELS).collect::<Vec<_>>(), "patches tile the image");
     }
 }
