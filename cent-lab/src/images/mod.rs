@@ -1,10 +1,10 @@
 //! Image counterfactuals on MNIST and Fashion-MNIST for a binary pair of classes.
 //!
-//! The black box is a small CNN trained with burn ([`cnn`]), served by a plain-Rust forward.
-//! The search ([`search`]) runs CEnt on pixels: 784 pixel columns exceed the core's 64-column
-//! capacity, so each query's tree is grown over the 64 pixels that best separate its two
-//! labelled neighbour groups (neighbours found in the latent space of the image VAE); see the
-//! module docs there. [`render`] draws the PNG grid; [`run`] ties it together.
+//! The black box is a small CNN trained with burn ([`cnn`]), served by a plain-Rust forward; a
+//! second CNN of another shape judges the answers. The search ([`search`]) runs CEnt over the
+//! means of 4x4 pixel patches (neighbours found in the latent space of the image VAE) and
+//! realizes contrast leaves from in-leaf exemplars; see the module docs there. [`render`]
+//! draws the PNG grid; [`run`] ties it together.
 
 pub mod cnn;
 pub mod render;
