@@ -14,13 +14,17 @@
 //! 4. realize each leaf from the data: the leaf's **exemplars** are the real desired-class
 //!    neighbours whose patches fall inside the leaf; the patches the query violates take the
 //!    pixels of the nearest exemplar (in latent space), or a blend of 1/2 or 3/4 of the way to
-//!    them; when no real image lies in the leaf, the boundary point (each violated patch
-//!    shifted just inside its interval). When none of these flips the CNN, the nearest
-//!    exemplar's other patches are added, most different first, until it does (recorded as
-//!    `exemplar`, apart from a leaf's own `tree` realization). Each candidate is **verified
-//!    with the CNN**, then pruned pixel by pixel; a leaf's own realization wins over an
-//!    extended one, then the fewest changed pixels;
-//! 5. when no leaf verifies, the labelled fallback: the shortest verified blend towards the
+//!    them; then the boundary point (each violated patch shifted just inside its interval).
+//!    Each candidate is **verified with the CNN** at [`PixelConfig::min_probability`];
+//! 5. when no leaf's own patches flip the CNN, the tree was wrong where the search looked: the
+//!    CNN's verdicts on every realization it offered join the tree's rows and the tree is grown
+//!    again (up to [`PixelConfig::refits`] times), so its next leaves ask for the patches the CNN
+//!    actually needs (recorded as `tree`);
+//! 6. when no tree of these rounds has such a leaf, each leaf's nearest exemplar lends its
+//!    other patches, most different first, until the CNN flips (recorded as `exemplar`);
+//! 7. every verified candidate is pruned (whole patches, then 2x2 blocks, then faint pixels, as
+//!    long as the CNN keeps it) and the one that changes the fewest pixels wins;
+//! 8. when nothing verifies, the labelled fallback: the shortest verified blend towards the
 //!    latent-nearest desired-class neighbour, pruned. Each result records which step found
 //!    it.
 
@@ -50,11 +54,14 @@ pub struct PixelConfig {
     pub exemplars: usize,
     /// The CNN's probability of the target class a counterfactual must keep.
     pub min_probability: f32,
+    /// Times the tree is grown again, with the model's verdicts on the realizations it offered,
+    /// when none of its leaves gave a counterfactual.
+    pub refits: usize,
 }
 
 impl Default for PixelConfig {
     fn default() -> Self {
-        Self { k: 150, leaves: 40, margin: 0.05, exemplars: 3, min_probability: 0.8 }
+        Self { k: 150, leaves: 40, margin: 0.05, exemplars: 3, min_probability: 0.8, refits: 15 }
     }
 }
 
@@ -81,14 +88,15 @@ impl Pool<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PixelFound {
-    /// A contrast leaf of the patch tree, realized from an in-leaf exemplar (or its boundary)
-    /// in the patches the leaf requires, verified and pruned.
+    /// A contrast leaf of the patch tree (first grown or grown again with the CNN's verdicts),
+    /// realized from an in-leaf exemplar (or its boundary) in the patches the leaf requires,
+    /// verified and pruned.
     Tree,
     /// A contrast leaf whose required patches alone do not flip the CNN: its nearest in-leaf
     /// exemplar's other patches added, most different first, until it flips; then pruned.
     Exemplar,
     /// The fallback: the shortest verified step towards the nearest desired-class neighbour
-    /// (in latent space), pruned pixel by pixel.
+    /// (in latent space), pruned.
     Interpolation,
 }
 
@@ -111,8 +119,14 @@ pub fn patch_means(image: &[f32]) -> [f32; PATCHES] {
 
 /// The pixel indices of patch `p`.
 fn patch_pixels(p: usize) -> impl Iterator<Item = usize> {
-    let (top, left) = ((p / GRID) * PATCH, (p % GRID) * PATCH);
-    (0..PATCH * PATCH).map(move |k| (top + k / PATCH) * SIDE + left + k % PATCH)
+    cell_pixels(PATCH, p)
+}
+
+/// The pixel indices of cell `c` of the grid of `side` x `side` pixel cells (row-major).
+fn cell_pixels(side: usize, c: usize) -> impl Iterator<Item = usize> {
+    let per_row = SIDE / side;
+    let (top, left) = ((c / per_row) * side, (c % per_row) * side);
+    (0..side * side).map(move |k| (top + k / side) * SIDE + left + k % side)
 }
 
 /// Finds a verified counterfactual of `x`, or `None`.
@@ -135,46 +149,87 @@ pub fn explain<M: BlackBox + ?Sized>(
             rows.extend(x.iter().zip(other).map(|(a, b)| a + t * (b - a)));
         }
     }
-    let labels = model.predict(&rows).ok()?;
-    let features: Vec<f32> = rows.chunks_exact(PIXELS).flat_map(patch_means).collect();
-    let params = TreeParams { max_depth: 10, min_leaf: 2, max_nodes: 127 };
-    let tree = surrogate::fit(&features, PATCHES, &labels, 2, &[true; PATCHES], params).ok()?;
-    let tree = tree.tree();
+    let mut labels = model.predict(&rows).ok()?;
     let query = patch_means(x);
     // Real images of the desired class, nearest first in latent space.
     let mut exemplars: Vec<usize> = ids.iter().copied().filter(|&i| pool.predicted[i] == desired).collect();
     exemplars.sort_by(|&a, &b| pool.distance(a, &z).total_cmp(&pool.distance(b, &z)).then(a.cmp(&b)));
     let exemplar_means: Vec<[f32; PATCHES]> = exemplars.iter().map(|&i| patch_means(pool.image(i))).collect();
-    let mut best: Option<PixelCf> = None;
-    for (bounds, moves) in ordered_leaves(&tree, &query, desired, cfg.margin).into_iter().take(cfg.leaves) {
-        let inside = |m: &[f32; PATCHES]| {
-            m.iter().enumerate().all(|(j, &v)| {
-                let (lo, hi) = bounds.interval(j);
-                v > lo && v <= hi
+    let in_leaf = |bounds: &Bounds| -> Vec<&[f32]> {
+        (0..exemplars.len())
+            .filter(|&e| {
+                exemplar_means[e].iter().enumerate().all(|(j, &v)| {
+                    let (lo, hi) = bounds.interval(j);
+                    v > lo && v <= hi
+                })
             })
-        };
-        let in_leaf: Vec<&[f32]> = (0..exemplars.len())
-            .filter(|&e| inside(&exemplar_means[e]))
             .take(cfg.exemplars)
             .map(|e| pool.image(exemplars[e]))
-            .collect();
-        let Some((image, found)) = realize(model, x, &in_leaf, &moves, desired, cfg.min_probability) else {
-            continue;
-        };
-        let image = prune(model, x, image, desired, cfg.min_probability);
-        let changed = count_changed(x, &image);
-        // A leaf's own realization ranks before an extended one; fewer changed pixels next.
-        let rank = |f: PixelFound, c: usize| (f != PixelFound::Tree, c);
-        if best.as_ref().is_none_or(|b| rank(found, changed) < rank(b.found, b.changed)) {
-            best = Some(PixelCf { image, changed, found });
+            .collect()
+    };
+    let params = TreeParams { max_depth: 10, min_leaf: 2, max_nodes: 127 };
+    let mut best: Option<PixelCf> = None;
+    let mut leaves: Vec<Contrast> = Vec::new();
+    for _ in 0..=cfg.refits {
+        let features: Vec<f32> = rows.chunks_exact(PIXELS).flat_map(patch_means).collect();
+        let fitted = surrogate::fit(&features, PATCHES, &labels, 2, &[true; PATCHES], params).ok()?;
+        let round: Vec<Contrast> =
+            ordered_leaves(&fitted.tree(), &query, desired, cfg.margin).into_iter().take(cfg.leaves).collect();
+        let mut probes = Probes::default();
+        for (bounds, moves) in &round {
+            if let Some(image) = realize(model, x, &in_leaf(bounds), moves, desired, cfg.min_probability, &mut probes) {
+                keep_fewest(&mut best, model, x, image, desired, cfg.min_probability, PixelFound::Tree);
+            }
+        }
+        leaves.extend(round);
+        if best.is_some() || probes.labels.is_empty() {
+            break;
+        }
+        // The tree was wrong about every leaf it offered: it learns the model's verdicts on
+        // those probes and is grown again.
+        rows.extend_from_slice(&probes.images);
+        labels.extend_from_slice(&probes.labels);
+    }
+    if best.is_none() {
+        for (bounds, moves) in &leaves {
+            if let Some(&other) = in_leaf(bounds).first()
+                && let Some(image) = extend(model, x, other, moves, desired, cfg.min_probability)
+            {
+                keep_fewest(&mut best, model, x, image, desired, cfg.min_probability, PixelFound::Exemplar);
+            }
         }
     }
     best.or_else(|| interpolate(model, pool, &z, &ids, x, desired, cfg.min_probability))
 }
 
-/// The first candidate of a leaf the model puts in `desired`: the violated patches (`moves`)
-/// take 1/2, 3/4 or all of the way to each in-leaf exemplar's pixels, nearest exemplar first;
-/// without exemplars, each violated patch shifted to its target mean.
+/// Images the model was asked about while realizing leaves, with its classes.
+#[derive(Debug, Default)]
+struct Probes {
+    images: Vec<f32>,
+    labels: Vec<usize>,
+}
+
+/// Prunes a confirmed `image` and keeps it in `best` when it changes fewer pixels.
+fn keep_fewest<M: BlackBox + ?Sized>(
+    best: &mut Option<PixelCf>,
+    model: &M,
+    x: &[f32],
+    image: Vec<f32>,
+    desired: usize,
+    min_probability: f32,
+    found: PixelFound,
+) {
+    let image = prune(model, x, image, desired, min_probability);
+    let changed = count_changed(x, &image);
+    if best.as_ref().is_none_or(|b| changed < b.changed) {
+        *best = Some(PixelCf { image, changed, found });
+    }
+}
+
+/// The first candidate of a leaf the model puts in `desired`, from the leaf's own patches: the
+/// violated patches (`moves`) take 1/2, 3/4 or all of the way to each in-leaf exemplar's
+/// pixels, nearest exemplar first; then each violated patch shifted to its target mean (the
+/// leaf's boundary). Every image asked about is recorded in `probes`.
 fn realize<M: BlackBox + ?Sized>(
     model: &M,
     x: &[f32],
@@ -182,7 +237,17 @@ fn realize<M: BlackBox + ?Sized>(
     moves: &[(usize, f32)],
     desired: usize,
     min_probability: f32,
-) -> Option<(Vec<f32>, PixelFound)> {
+    probes: &mut Probes,
+) -> Option<Vec<f32>> {
+    let mut try_image = |image: Vec<f32>| -> Option<Vec<f32>> {
+        let (class, ok) = judge(model, &image, desired, min_probability)?;
+        if ok {
+            return Some(image);
+        }
+        probes.images.extend_from_slice(&image);
+        probes.labels.push(class);
+        None
+    };
     for &other in in_leaf {
         for t in [0.5f32, 0.75, 1.0] {
             let mut image = x.to_vec();
@@ -191,25 +256,8 @@ fn realize<M: BlackBox + ?Sized>(
                     image[i] = x[i] + t * (other[i] - x[i]);
                 }
             }
-            if confirms(model, &image, desired, min_probability) {
-                return Some((image, PixelFound::Tree));
-            }
-        }
-    }
-    // The leaf's patches alone do not move the CNN: the nearest exemplar's other patches follow,
-    // those that differ most from the query first, until the CNN flips.
-    if let Some(&other) = in_leaf.first() {
-        let mut image = x.to_vec();
-        for &(p, _) in moves {
-            patch_pixels(p).for_each(|i| image[i] = other[i]);
-        }
-        let gap = |p: usize| patch_pixels(p).map(|i| (other[i] - x[i]).abs()).sum::<f32>();
-        let mut rest: Vec<usize> = (0..PATCHES).filter(|p| moves.iter().all(|&(m, _)| m != *p)).collect();
-        rest.sort_by(|&a, &b| gap(b).total_cmp(&gap(a)).then(a.cmp(&b)));
-        for p in rest.into_iter().take_while(|&p| gap(p) > 0.0) {
-            patch_pixels(p).for_each(|i| image[i] = other[i]);
-            if confirms(model, &image, desired, min_probability) {
-                return Some((image, PixelFound::Exemplar));
+            if let Some(image) = try_image(image) {
+                return Some(image);
             }
         }
     }
@@ -221,7 +269,34 @@ fn realize<M: BlackBox + ?Sized>(
             image[i] = (x[i] + shift).clamp(0.0, 1.0);
         }
     }
-    confirms(model, &image, desired, min_probability).then_some((image, PixelFound::Tree))
+    try_image(image)
+}
+
+/// When a leaf's own patches do not move the model: the leaf's patches take the nearest
+/// exemplar's pixels, then its other patches follow, those that differ most from the query
+/// first, until the model confirms.
+fn extend<M: BlackBox + ?Sized>(
+    model: &M,
+    x: &[f32],
+    other: &[f32],
+    moves: &[(usize, f32)],
+    desired: usize,
+    min_probability: f32,
+) -> Option<Vec<f32>> {
+    let mut image = x.to_vec();
+    for &(p, _) in moves {
+        patch_pixels(p).for_each(|i| image[i] = other[i]);
+    }
+    let gap = |p: usize| patch_pixels(p).map(|i| (other[i] - x[i]).abs()).sum::<f32>();
+    let mut rest: Vec<usize> = (0..PATCHES).filter(|p| moves.iter().all(|&(m, _)| m != *p)).collect();
+    rest.sort_by(|&a, &b| gap(b).total_cmp(&gap(a)).then(a.cmp(&b)));
+    for p in rest.into_iter().take_while(|&p| gap(p) > 0.0) {
+        patch_pixels(p).for_each(|i| image[i] = other[i]);
+        if confirms(model, &image, desired, min_probability) {
+            return Some(image);
+        }
+    }
+    None
 }
 
 fn count_changed(x: &[f32], image: &[f32]) -> usize {
@@ -318,14 +393,27 @@ pub fn ordered_leaves(tree: &Tree<'_>, x: &[f32], desired: usize, margin: f32) -
 /// Whether the model puts `image` in `desired` (its most probable class, ties to the lowest
 /// index) with at least `min_probability`; one forward pass, and a failure never confirms.
 fn confirms<M: BlackBox + ?Sized>(model: &M, image: &[f32], desired: usize, min_probability: f32) -> bool {
-    let Ok(p) = model.probabilities(image) else { return false };
-    let best = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
-    best == desired && p.get(desired).is_some_and(|&q| q >= min_probability)
+    judge(model, image, desired, min_probability).is_some_and(|(_, ok)| ok)
 }
 
-/// Restores changed patches to the original, those changed least first, while the model keeps
-/// `image` in `desired` with at least `min_probability`: whole strokes stay or go, so the
-/// answer keeps the exemplar's shapes instead of scattered pixels.
+/// The model's class for `image` and whether it [`confirms`] it; `None` when the model fails.
+fn judge<M: BlackBox + ?Sized>(
+    model: &M,
+    image: &[f32],
+    desired: usize,
+    min_probability: f32,
+) -> Option<(usize, bool)> {
+    let p = model.probabilities(image).ok()?;
+    let best = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
+    Some((best, best == desired && p.get(desired).is_some_and(|&q| q >= min_probability)))
+}
+
+/// Restores what the model does not need, while it keeps `image` in `desired` with at least
+/// `min_probability`: first whole 4x4 patches, then 2x2 blocks inside the kept ones (each
+/// level changed least first), then, in one step, every pixel changed by less than the largest
+/// threshold the model allows. Strokes stay or go in blocks, so the answer keeps the
+/// exemplar's shapes instead of scattered single pixels, and faint changes no eye would see
+/// do not count as changed pixels.
 fn prune<M: BlackBox + ?Sized>(
     model: &M,
     x: &[f32],
@@ -333,18 +421,32 @@ fn prune<M: BlackBox + ?Sized>(
     desired: usize,
     min_probability: f32,
 ) -> Vec<f32> {
-    let change = |image: &[f32], p: usize| patch_pixels(p).map(|i| (image[i] - x[i]).abs()).sum::<f32>();
-    let mut changed: Vec<usize> = (0..PATCHES).filter(|&p| change(&image, p) > 1e-6).collect();
-    changed.sort_by(|&a, &b| change(&image, a).total_cmp(&change(&image, b)).then(a.cmp(&b)));
-    for p in changed {
-        let kept: Vec<f32> = patch_pixels(p).map(|i| image[i]).collect();
-        patch_pixels(p).for_each(|i| image[i] = x[i]);
-        if !confirms(model, &image, desired, min_probability) {
-            patch_pixels(p).zip(kept).for_each(|(i, v)| image[i] = v);
+    for side in [PATCH, 2] {
+        let change = |image: &[f32], c: usize| cell_pixels(side, c).map(|i| (image[i] - x[i]).abs()).sum::<f32>();
+        let cells = (SIDE / side) * (SIDE / side);
+        let mut changed: Vec<usize> = (0..cells).filter(|&c| change(&image, c) > 1e-6).collect();
+        changed.sort_by(|&a, &b| change(&image, a).total_cmp(&change(&image, b)).then(a.cmp(&b)));
+        for c in changed {
+            let kept: Vec<f32> = cell_pixels(side, c).map(|i| image[i]).collect();
+            cell_pixels(side, c).for_each(|i| image[i] = x[i]);
+            if !confirms(model, &image, desired, min_probability) {
+                cell_pixels(side, c).zip(kept).for_each(|(i, v)| image[i] = v);
+            }
+        }
+    }
+    for threshold in FAINT {
+        let restored: Vec<f32> =
+            x.iter().zip(&image).map(|(&a, &b)| if (b - a).abs() < threshold { a } else { b }).collect();
+        if confirms(model, &restored, desired, min_probability) {
+            return restored;
         }
     }
     image
 }
+
+/// Thresholds of the last pruning step, largest first: pixel changes below the first one the
+/// model allows are undone.
+const FAINT: [f32; 5] = [0.5, 0.35, 0.25, 0.15, 0.1];
 
 #[cfg(test)]
 mod tests {
