@@ -451,6 +451,61 @@ const FAINT: [f32; 5] = [0.5, 0.35, 0.25, 0.15, 0.1];
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cent_host::blackbox::ModelError;
+
+    /// Class 1 with probability rising with the ink of the right half's patch column 5; the
+    /// rest of the image does not matter.
+    struct RightColumn;
+
+    impl BlackBox for RightColumn {
+        fn classes(&self) -> usize {
+            2
+        }
+        fn inputs(&self) -> usize {
+            PIXELS
+        }
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
+            Ok(rows
+                .chunks_exact(PIXELS)
+                .flat_map(|r| {
+                    let ink: f32 = (0..GRID).map(|row| patch_means(r)[row * GRID + 5]).sum::<f32>() / GRID as f32;
+                    let p1 = (ink * 4.0).min(1.0);
+                    [1.0 - p1, p1]
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn test_prune_keeps_only_what_the_model_needs_and_still_confirms() {
+        let x = vec![0.0f32; PIXELS];
+        // Ink everywhere: the model needs a quarter of column 5's mean ink at p >= 0.8, i.e.
+        // 0.2 of it; faint noise elsewhere is never needed.
+        let mut image = vec![0.05f32; PIXELS];
+        for p in (0..GRID).map(|row| row * GRID + 5) {
+            patch_pixels(p).for_each(|i| image[i] = 1.0);
+        }
+        assert!(confirms(&RightColumn, &image, 1, 0.8));
+        let pruned = prune(&RightColumn, &x, image.clone(), 1, 0.8);
+        assert!(confirms(&RightColumn, &pruned, 1, 0.8), "pruning keeps the verdict");
+        let changed = count_changed(&x, &pruned);
+        // The oracle: 0.2 mean ink of column 5 over 7 patches of 16 pixels at ink 1.0 needs at
+        // least 0.2 * 7 * 16 = 22.4 pixels; blocks of 4 keep at most 3 more than that.
+        assert!((23..=26).contains(&changed), "changed {changed}");
+        assert!(
+            (0..PIXELS).filter(|&i| pruned[i] != x[i]).all(|i| (i % SIDE) / PATCH == 5 && pruned[i] == 1.0),
+            "only column 5's ink is kept, whole"
+        );
+    }
+
+    #[test]
+    fn test_cells_of_every_size_tile_the_image() {
+        for side in [1, 2, PATCH, 7] {
+            let mut all: Vec<usize> = (0..(SIDE / side) * (SIDE / side)).flat_map(|c| cell_pixels(side, c)).collect();
+            all.sort_unstable();
+            assert_eq!(all, (0..PIXELS).collect::<Vec<_>>(), "cells of side {side}");
+        }
+    }
 
     #[test]
     fn test_patch_means_average_their_own_block() {
