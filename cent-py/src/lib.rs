@@ -105,6 +105,19 @@ struct Request {
     overrides: Overrides,
 }
 
+/// [`Request`] as `cent._options` packs it for the native `explain` and `batch`: one tuple,
+/// `(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability)`.
+#[derive(FromPyObject)]
+struct RequestArgs(usize, Option<String>, Vec<String>, Vec<String>, Vec<String>, Vec<String>, Vec<String>, Option<f32>);
+
+impl From<RequestArgs> for Request {
+    fn from(args: RequestArgs) -> Self {
+        let RequestArgs(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability) = args;
+        let overrides = Overrides { immutable, increase_only, decrease_only, free, cost };
+        Request { n, min_probability, desired, overrides }
+    }
+}
+
 impl Request {
     fn check(&self) -> Result<(), String> {
         if self.n == 0 {
@@ -390,23 +403,8 @@ impl Core {
 
     /// Explains one person given as named raw fields: the JSON of the outcome (decision, and
     /// `explanation`, `already_favourable` or `not_found`, as `cent explain --format json`).
-    #[pyo3(signature = (row, n, desired, immutable, increase_only, decrease_only, free, cost, min_probability))]
-    #[allow(clippy::too_many_arguments)] // reason: the keyword arguments of `Explainer.explain`, one per CLI flag
-    fn explain(
-        &self,
-        py: Python<'_>,
-        row: Vec<(String, String)>,
-        n: usize,
-        desired: Option<String>,
-        immutable: Vec<String>,
-        increase_only: Vec<String>,
-        decrease_only: Vec<String>,
-        free: Vec<String>,
-        cost: Vec<String>,
-        min_probability: Option<f32>,
-    ) -> PyResult<String> {
-        let overrides = Overrides { immutable, increase_only, decrease_only, free, cost };
-        let request = Request { n, min_probability, desired, overrides };
+    fn explain(&self, py: Python<'_>, row: Vec<(String, String)>, request: RequestArgs) -> PyResult<String> {
+        let request = Request::from(request);
         py.detach(|| {
             let mut held = lock(&self.held);
             held.with_dependent_mut(|l, explainer| {
@@ -422,8 +420,7 @@ impl Core {
 
     /// Explains every row of a CSV or Parquet file into `out` (JSON Lines, CSV or Parquet by
     /// its extension), as `cent batch`: the summary as JSON.
-    #[pyo3(signature = (input, out, threads, chunk, limit, n, desired, immutable, increase_only, decrease_only, free, cost, min_probability))]
-    #[allow(clippy::too_many_arguments)] // reason: the keyword arguments of `Explainer.batch`, one per CLI flag
+    #[allow(clippy::too_many_arguments)] // reason: `Explainer.batch`'s file, threading and row options, and the request
     fn batch(
         &self,
         py: Python<'_>,
@@ -432,20 +429,12 @@ impl Core {
         threads: usize,
         chunk: usize,
         limit: Option<usize>,
-        n: usize,
-        desired: Option<String>,
-        immutable: Vec<String>,
-        increase_only: Vec<String>,
-        decrease_only: Vec<String>,
-        free: Vec<String>,
-        cost: Vec<String>,
-        min_probability: Option<f32>,
+        request: RequestArgs,
     ) -> PyResult<String> {
         if chunk == 0 {
             return Err(CentError::new_err("chunk 0: must be at least 1"));
         }
-        let overrides = Overrides { immutable, increase_only, decrease_only, free, cost };
-        let request = Request { n, min_probability, desired, overrides };
+        let request = Request::from(request);
         py.detach(|| {
             let mut held = lock(&self.held);
             held.with_dependent_mut(|l, explainer| {

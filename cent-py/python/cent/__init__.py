@@ -79,7 +79,7 @@ def _cost(cost: Mapping[str, float] | None) -> list[str]:
 
 
 def _options(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability) -> tuple:
-    """The per-request arguments of the native explain and batch, in their order."""
+    """The per-request arguments of the native explain and batch, as the one tuple they take."""
     return (
         int(n), None if desired is None else str(desired), _names(immutable), _names(increase_only),
         _names(decrease_only), _names(free), _cost(cost), None if min_probability is None else float(min_probability),
@@ -295,7 +295,7 @@ class Explainer:
         out.features = self.features
         options = _options(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability)
         for label, fields in _rows(row):
-            answer = json.loads(self._core.explain(fields, *options))
+            answer = json.loads(self._core.explain(fields, options))
             out.extend(_results(label, answer))
         return out
 
@@ -329,7 +329,7 @@ class Explainer:
                 source = os.path.abspath(os.fspath(data))
             target = os.path.abspath(os.fspath(out)) if out is not None else os.path.join(tmp, "results.csv")
             summary = json.loads(
-                self._core.batch(source, target, int(threads), int(chunk), limit, *options)
+                self._core.batch(source, target, int(threads), int(chunk), limit, options)
             )
             if out is not None:
                 return summary
