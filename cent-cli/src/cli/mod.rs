@@ -186,6 +186,13 @@ enum Command {
     /// Image counterfactuals (MNIST, Fashion-MNIST) of a CNN on a binary pair: a PNG grid of
     /// original, counterfactual and the red (removed) / green (added) contrast, plus JSON.
     ///
+    /// Trains the CNN, a second CNN (another shape and seed, the judge of whether an answer
+    /// looks like the target class) and the image VAE, then runs CEnt over the means of 4x4
+    /// pixel patches: contrast leaves realized from real images of the other class, kept at CNN
+    /// p >= 0.8, pruned to the fewest changed pixels. The JSON says, per image, which step found
+    /// it (tree, exemplar, or the interpolation fallback). `bash scripts/images.sh` regenerates
+    /// the six galleries of docs/images.
+    ///
     /// Example: cent images --dataset mnist --pair 5,6 --count 8 --out docs/images
     Images(images_cmd::ImagesArgs),
     /// Measure CEnt and the baselines on test factuals
