@@ -4,6 +4,7 @@ use super::progress::Bars;
 use anyhow::Result;
 use cent_lab::images::parse_pair;
 use cent_lab::images::run::{self, ImageRun};
+use cent_lab::images::search::PixelConfig;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +33,11 @@ pub struct ImagesArgs {
     /// VAE training epochs.
     #[arg(long, default_value_t = 5)]
     pub vae_epochs: usize,
+    /// The CNN's probability of the target class a counterfactual needs, in (0.5, 1]: higher
+    /// asks for answers deeper in the target class (more changed pixels, more often seen as
+    /// the target class by the second CNN).
+    #[arg(long, default_value_t = PixelConfig::default().min_probability, value_parser = probability)]
+    pub min_probability: f32,
     /// Seed of the split, the training and the search.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -52,6 +58,7 @@ pub fn run(args: &ImagesArgs) -> Result<ExitCode> {
         per_class: args.per_class,
         cnn_epochs: args.cnn_epochs,
         vae_epochs: args.vae_epochs,
+        min_probability: args.min_probability,
     };
     let quiet = args.quiet;
     let bars = Bars::new(quiet);
@@ -83,4 +90,11 @@ pub fn run(args: &ImagesArgs) -> Result<ExitCode> {
         summary.grid
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A probability above one half (a counterfactual must be the CNN's most probable class) and at
+/// most 1.
+fn probability(text: &str) -> Result<f32, String> {
+    let p: f32 = text.trim().parse().map_err(|_| format!("{text:?} is not a number"))?;
+    if p > 0.5 && p <= 1.0 { Ok(p) } else { Err(format!("{p} is not in (0.5, 1]")) }
 }

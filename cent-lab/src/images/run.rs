@@ -26,6 +26,9 @@ pub struct ImageRun {
     pub per_class: Option<usize>,
     pub cnn_epochs: usize,
     pub vae_epochs: usize,
+    /// The CNN's probability of the target class a counterfactual needs
+    /// ([`PixelConfig::min_probability`]).
+    pub min_probability: f32,
 }
 
 /// Why a run failed.
@@ -80,6 +83,8 @@ pub struct ImageSummary {
     /// Seconds to train the CNN, the second CNN and the VAE.
     pub training_seconds: [f64; 3],
     pub vae_latent: usize,
+    /// The CNN's probability of the target class each counterfactual was held to.
+    pub min_probability: f32,
     pub explained: usize,
     pub flip_rate: f64,
     /// Share of the counterfactuals the tree search found: from a leaf's own patches
@@ -186,7 +191,8 @@ pub fn run(
     let pool = Pool { images: &train.pixels, latents: &latents, latent: vae.latent(), predicted: &predicted };
     progress(&format!("VAE trained ({vae_seconds:.0} s); explaining {} test images", settings.count.min(test.len())));
     let judges = Judges { cnn: &cnn, second: &second, vae: &vae };
-    let (results, pairs) = explain_all(&judges, &pool, &test, settings.count, &names);
+    let search = PixelConfig { min_probability: settings.min_probability, ..PixelConfig::default() };
+    let (results, pairs) = explain_all(&judges, &pool, &test, settings.count, &names, &search);
     std::fs::create_dir_all(out).map_err(|e| ImageRunError::Write(format!("{}: {e}", out.display())))?;
     let stem = format!("{}-{}-{}", settings.dataset, names[0], names[1]);
     let grid_path = out.join(format!("{stem}.png"));
@@ -248,6 +254,7 @@ fn explain_all(
     test: &ImageSet,
     count: usize,
     names: &[String; 2],
+    search: &PixelConfig,
 ) -> (Vec<ImageResult>, Vec<Pair>) {
     let mut results = Vec::new();
     let mut pairs = Vec::new();
@@ -255,7 +262,7 @@ fn explain_all(
         let x = test.image(i);
         let class = judges.cnn.classify(x).first().copied().unwrap_or(0).min(1);
         let start = Instant::now();
-        let found = search::explain(judges.cnn, judges.vae, pool, x, &PixelConfig::default());
+        let found = search::explain(judges.cnn, judges.vae, pool, x, search);
         let latency_ms = start.elapsed().as_secs_f64() * 1e3;
         let (changed, l1) = found
             .as_ref()
@@ -307,6 +314,7 @@ fn summarise(
         second_cnn_test_accuracy: trained.second_accuracy,
         training_seconds: trained.seconds,
         vae_latent: trained.latent,
+        min_probability: settings.min_probability,
         explained,
         flip_rate: mean(flipped.len() as f64, explained),
         tree_share: mean(

@@ -61,7 +61,7 @@ pub struct PixelConfig {
 
 impl Default for PixelConfig {
     fn default() -> Self {
-        Self { k: 150, leaves: 40, margin: 0.05, exemplars: 3, min_probability: 0.8, refits: 15 }
+        Self { k: 150, leaves: 40, margin: 0.05, exemplars: 3, min_probability: 0.9, refits: 15 }
     }
 }
 
