@@ -98,3 +98,17 @@ fn probability(text: &str) -> Result<f32, String> {
     let p: f32 = text.trim().parse().map_err(|_| format!("{text:?} is not a number"))?;
     if p > 0.5 && p <= 1.0 { Ok(p) } else { Err(format!("{p} is not in (0.5, 1]")) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_min_probability_must_leave_the_target_most_probable() {
+        assert_eq!(probability("0.9"), Ok(0.9));
+        assert_eq!(probability(" 1 "), Ok(1.0));
+        for bad in ["0.5", "0.2", "1.01", "-1", "NaN", "high"] {
+            assert!(probability(bad).is_err(), "{bad} accepted");
+        }
+    }
+}
