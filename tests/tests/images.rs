@@ -79,7 +79,8 @@ fn test_tree_search_counterfactuals_flip_the_cnn() {
     for (q, cf) in &found {
         let class = f.cnn.predict(q).expect("plain arithmetic")[0];
         let p = f.cnn.predict_proba(&cf.image).expect("plain arithmetic");
-        assert!(p[1 - class] >= 0.8, "the CNN must put the counterfactual in the other class at p >= 0.8: {p:?}");
+        let min = PixelConfig::default().min_probability;
+        assert!(p[1 - class] >= min, "the CNN must put the counterfactual in the other class at p >= {min}: {p:?}");
         assert_eq!(cf.changed, q.iter().zip(&cf.image).filter(|(a, b)| (*a - *b).abs() > 1e-6).count());
         assert!(cf.image.iter().all(|v| (0.0..=1.0).contains(v)), "pixels stay in [0, 1]");
         from_tree += usize::from(cf.found != PixelFound::Interpolation);

@@ -189,7 +189,7 @@ enum Command {
     /// Trains the CNN, a second CNN (another shape and seed, the judge of whether an answer
     /// looks like the target class) and the image VAE, then runs CEnt over the means of 4x4
     /// pixel patches: contrast leaves realized from real images of the other class, kept at CNN
-    /// p >= 0.8, pruned to the fewest changed pixels. The JSON says, per image, which step found
+    /// p >= 0.9 (--min-probability), pruned to the fewest changed pixels. The JSON says, per image, which step found
     /// it (tree, exemplar, or the interpolation fallback). `bash scripts/images.sh` regenerates
     /// the six galleries of docs/images.
     ///
