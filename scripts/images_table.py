@@ -32,7 +32,7 @@ BEFORE = {
 }
 HEADER = (
     "| pair | train images | CNN acc. (second) | training s (CNN / second / VAE) | flipped "
-    "| tree search (leaf's own patches) | fallback | second CNN agrees | changed pixels (before) "
+    "| tree search (leaf's own patches) | fallback | second CNN agrees | changed pixels (earlier gallery) "
     "| VAE recon. x' / real target | ms per image |\n"
     "|---|---:|---|---|---:|---|---:|---:|---|---|---:|\n"
 )
