@@ -24,6 +24,7 @@ pub mod plots;
 pub mod report;
 
 use crate::baselines::{Face, Found, GrowingSpheres, Method, NearestUnlike, NotFound, Problem, RandomSearch};
+use crate::bound;
 use crate::metrics::{self, Judge, Measures, Reference};
 use cent_host::blackbox::{BlackBox, ModelError};
 use cent_host::data::Prepared;
@@ -371,6 +372,41 @@ impl<'a> Bench<'a> {
             out.push(levers);
         }
         Ok(out)
+    }
+
+    /// Every answer with one or two changes of each factual, measured ([`bound`]), with the
+    /// best no larger than `sizes[i]` for factual `i` (e.g. CEnt's answer; `None`: no bound).
+    /// Factuals are searched in parallel; the result is in factual order.
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails.
+    pub fn bound(
+        &self,
+        factuals: &[usize],
+        sizes: &[Option<bound::Size>],
+        grid: usize,
+    ) -> Result<Vec<bound::Factual>, ModelError> {
+        use rayon::prelude::*;
+        let setting = bound::Setting {
+            schema: &self.schema,
+            query: &self.query,
+            model: self.model,
+            support: self.explainer.support(),
+            pool: &self.prepared.train.data,
+            reference: self.reference.rows(),
+            labels: self.reference.labels(),
+            min_probability: self.explainer.config.min_probability,
+            grid,
+        };
+        factuals
+            .par_iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let x = self.prepared.test.row(r);
+                let fact = self.model.predict(x)?.first().copied().unwrap_or(0);
+                setting.factual(x, (fact + 1) % self.model.classes().max(1), sizes.get(i).copied().flatten())
+            })
+            .collect()
     }
 
     /// Runs `method` on every factual and measures the results. A model failure inside a

@@ -5,6 +5,7 @@
 //! exporting never builds it into a binding, and the lab may measure the product from outside.
 
 pub mod baselines;
+pub mod bound;
 pub mod evaluate;
 pub mod images;
 pub mod metrics;

@@ -181,6 +181,16 @@ impl Reference {
         self.labels.is_empty()
     }
 
+    /// The rows, row-major and encoded.
+    pub fn rows(&self) -> &[f32] {
+        &self.rows
+    }
+
+    /// The model's class of each row.
+    pub fn labels(&self) -> &[usize] {
+        &self.labels
+    }
+
     /// yNN: the share of the `k` reference rows nearest to `x'` (Euclidean, encoded columns;
     /// ties by row order) that the model assigns to `target`. 0 for an empty reference.
     pub fn ynn(&self, x_new: &[f32], target: usize, k: usize) -> f64 {
