@@ -16,6 +16,7 @@ pub mod data;
 pub mod explain;
 pub mod export;
 pub mod layers;
+pub mod nearby;
 pub mod neighbors;
 pub mod onnx;
 pub mod profile;

@@ -61,7 +61,8 @@ pub struct RecourseArgs {
     /// Weight of plausibility against the size of the move, 0 to 1. At 0 a region of the target
     /// class becomes the point just inside its boundary; above 0 the point may also be taken
     /// towards (or onto) the values of the region's nearest person of the target class, and
-    /// points whose latent neighbours the model mostly gives the target class are preferred.
+    /// points whose 10 nearest people in the data the model mostly gives the target class are
+    /// preferred.
     #[arg(long, default_value_t = Config::default().plausibility, value_parser = super::unit_interval)]
     pub plausibility: f32,
     /// The model's probability of the target class a counterfactual needs, 0 to 1 (a point just
@@ -359,7 +360,7 @@ fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<(
             Realization::Exemplar => "values of the region's nearest person of that class".to_string(),
             Realization::Nearest => "from the nearest reachable person of that class, pared down".to_string(),
         };
-        let agreement = c.agreement.map(|a| format!(", latent neighbours agreeing {a:.1}")).unwrap_or_default();
+        let agreement = c.agreement.map(|a| format!(", nearest people agreeing {a:.1}")).unwrap_or_default();
         outln!(
             "  {}. -> {} (p = {:.2}), cost {:.3}, {} feature(s) changed; {realization}{agreement}",
             c.rank,
