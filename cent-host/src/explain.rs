@@ -402,8 +402,8 @@ impl<'a> Explainer<'a> {
 
     /// The last resort when no contrast leaf gives a confirmed point: pool points of a target
     /// class nearest to `x` in the latent space ([`FALLBACK_FIRST`], then [`FALLBACK_WIDER`]
-    /// times as many, then all of them, while none of those is confirmed), projected onto what the query can reach and confirmed by the
-    /// model; the [`FALLBACK_TRIED`] cheapest are pruned ([`Explainer::prune`]) and the cheapest
+    /// times as many, then all of them, while none of those is confirmed), projected onto what
+    /// the query can reach and confirmed by the model; the [`FALLBACK_TRIED`] cheapest are pruned ([`Explainer::prune`]) and the cheapest
     /// result is returned. `None` means no point of the pool can be reached.
     fn nearest_feasible(
         &self,
