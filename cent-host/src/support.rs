@@ -61,7 +61,8 @@ struct LinkTable {
     kind: LinkKind,
     /// Feature positions.
     features: Vec<usize>,
-    /// Count of every combination of codes (in `features` order) the rows hold.
+    /// Count of every combination of codes (in `features` order) the rows hold, those held by
+    /// fewer than the link's `min_rows` left out.
     counts: BTreeMap<Vec<i64>, usize>,
     /// Per link feature, for numeric ones: the encoded value of each code (the smallest seen).
     values: Vec<BTreeMap<i64, f32>>,
@@ -94,7 +95,7 @@ impl Support {
             .links()
             .iter()
             .filter(|l| l.features.iter().all(|&j| j < features.len()))
-            .map(|l| LinkTable::new(l.kind, &l.features, &features, &rows))
+            .map(|l| LinkTable::new(l.kind, &l.features, l.min_rows, &features, &rows))
             .collect();
         Support { n_cols, features, observed, links }
     }
@@ -242,7 +243,13 @@ impl Observed {
 }
 
 impl LinkTable {
-    fn new(kind: LinkKind, features: &[usize], layout: &[core::Feature], rows: &[&[f32]]) -> LinkTable {
+    fn new(
+        kind: LinkKind,
+        features: &[usize],
+        min_rows: usize,
+        layout: &[core::Feature],
+        rows: &[&[f32]],
+    ) -> LinkTable {
         let mut table = LinkTable {
             kind,
             features: features.to_vec(),
@@ -260,6 +267,8 @@ impl LinkTable {
             }
             *table.counts.entry(codes).or_default() += 1;
         }
+        // A combination too few rows hold is one nobody has: as if no row held it.
+        table.counts.retain(|_, n| *n >= min_rows);
         table
     }
 
@@ -465,6 +474,10 @@ age,gain,hours,status,role,sex,edu,years,y
     }
 
     impl Toy {
+        fn input(&self) -> Input {
+            Input { name: "toy.csv".into(), bytes: CSV.as_bytes().to_vec(), skip_lines: 0 }
+        }
+
         fn row(&self, i: usize) -> Vec<f32> {
             self.encoding.encode_row(self.table.row(i)).unwrap()
         }
@@ -562,6 +575,34 @@ age,gain,hours,status,role,sex,edu,years,y
         let mut two_hot = t.row(0);
         two_hot[t.encoding.feature(STATUS).unwrap().col as usize] = 1.0;
         assert_eq!(t.support.link_violations(&two_hot), 1, "status has two hot columns");
+    }
+
+    #[test]
+    fn test_min_rows_treats_rare_combinations_as_unobserved() {
+        // Every (divorced, ...) combination is held by one row: with `min_rows = 2` nobody has it.
+        let text = SCHEMA.replace(
+            "features = [\"status\", \"role\", \"sex\"]",
+            "features = [\"status\", \"role\", \"sex\"]\nmin_rows = 2",
+        );
+        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
+        let t = toy();
+        let encoding =
+            Encoding::fit(&Table::read(&schema, &[t.input()]).unwrap(), &(0..10).collect::<Vec<_>>()).unwrap();
+        let support = Support::new(&encoding, &t.rows);
+        let divorced = t.row(4);
+        assert_eq!((t.support.link_violations(&divorced), support.link_violations(&divorced)), (0, 1));
+        // A person whose own combination is rare keeps it when other features move.
+        let longer = t.with(4, &[(HOURS, Value::Number(50.0))]);
+        assert_eq!(support.broken(&divorced, &longer), 0);
+        // A husband who divorces has no repair left; one who becomes single does, to a common one.
+        let x = t.row(0);
+        let mut cand = t.with(0, &[(STATUS, t.cat(STATUS, "divorced"))]);
+        assert!(t.support.repair(&x, &mut cand.clone()));
+        assert!(!support.repair(&x, &mut cand));
+        let mut cand = t.with(5, &[(STATUS, t.cat(STATUS, "single"))]);
+        assert!(support.repair(&t.row(5), &mut cand));
+        assert_eq!((t.raw(&cand)[ROLE], t.raw(&cand)[SEX]), (t.cat(ROLE, "child"), t.cat(SEX, "m")));
+        assert_eq!(support.broken(&t.row(5), &cand), 0);
     }
 
     #[test]
@@ -747,7 +788,11 @@ age,gain,hours,status,role,sex,edu,years,y
         assert_eq!(link.kind, LinkKind::ObservedCombinations);
         assert_eq!(link.features.iter().map(names).collect::<Vec<_>>(), ["marital-status", "relationship", "sex"]);
         let support = Support::new(e, &prepared.train.data);
-        assert!(prepared.train.rows().all(|row| support.link_violations(row) == 0));
+        // `min_rows = 30`: the training rows in combinations fewer than 30 rows hold break the
+        // link (about 0.4 % of the data), every other row holds it.
+        assert_eq!(link.min_rows, 30);
+        let rare = prepared.train.rows().filter(|row| support.link_violations(row) > 0).count();
+        assert!(rare > 0 && rare * 100 < prepared.train.n_rows(), "{rare} of {}", prepared.train.n_rows());
         // Every integer feature has observed support; capital-gain holds about 120 values.
         let gain = e.feature_index("capital-gain").unwrap();
         assert!((100..=121).contains(&support.observed(gain).unwrap().len()));

@@ -111,4 +111,31 @@ fn main() {
             w = r.to_string().len() + 4
         );
     }
+    // Where CEnt's answer sits among few people of the target class: the shortest answer of
+    // at most two changes, none redundant, whose neighbours mostly agree.
+    let mut shown = 0;
+    for ((f, &r), row) in found.iter().zip(&rows).zip(&run.rows) {
+        let (Some(m), Some(cf)) = (row.measures, &row.counterfactual) else { continue };
+        let good = f
+            .choices
+            .iter()
+            .zip(&f.answers)
+            .filter(|(c, _)| c.l0 <= 2 && c.redundancy == 0 && c.ynn >= 0.8)
+            .min_by(|a, b| a.0.l1.total_cmp(&b.0.l1));
+        let Some((c, ans)) = good else { continue };
+        if m.ynn >= 0.8 || shown == 12 {
+            continue;
+        }
+        shown += 1;
+        let x = a.prepared.test.row(r);
+        println!("  row {r}: cent ynn {:.1} l1 {:.2} red {}: {}", m.ynn, m.l1, m.redundancy, describe(x, cf));
+        println!(
+            "  {:>w$}  agreeing ynn {:.1} l1 {:.2}: {}",
+            "",
+            c.ynn,
+            c.l1,
+            describe(x, ans),
+            w = r.to_string().len() + 4
+        );
+    }
 }

@@ -310,16 +310,26 @@ pub struct LinkSpec {
     pub kind: LinkKind,
     /// Feature names, with their place in the schema file for error messages.
     pub features: toml::Spanned<Vec<String>>,
+    /// Training rows a pair or combination needs to count as observed (default 1): one held
+    /// by fewer people is treated as one nobody has.
+    #[serde(default = "one_row")]
+    pub min_rows: usize,
     /// 1-based line of `features` in the schema file (0 when unknown).
     #[serde(skip)]
     pub line: usize,
 }
 
-/// A checked link: its kind and the indices of its features in encoding order.
+fn one_row() -> usize {
+    1
+}
+
+/// A checked link: its kind, the indices of its features in encoding order and the training
+/// rows a combination needs to count as observed (at least 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     pub kind: LinkKind,
     pub features: Vec<usize>,
+    pub min_rows: usize,
 }
 
 /// Category moves `from` any of a list `to` any of a list.
@@ -419,6 +429,9 @@ impl Schema {
         if names.len() < 2 {
             return err(format!("a link needs at least two features, found {}", names.len()));
         }
+        if link.min_rows == 0 {
+            return err("min_rows must be at least 1 (a combination no training row holds is never observed)".into());
+        }
         if link.kind == LinkKind::OneToOne && names.len() != 2 {
             return err(format!("a one_to_one link has exactly two features, found {}", names.len()));
         }
@@ -441,7 +454,7 @@ impl Schema {
             }
             features.push(j);
         }
-        Ok(Link { kind: link.kind, features })
+        Ok(Link { kind: link.kind, features, min_rows: link.min_rows })
     }
 
     fn check_csv(&self) -> Result<(), SchemaError> {
@@ -787,8 +800,13 @@ features = ["income", "age"]
         assert_eq!(supports, [Observed, Range, Range, Range, Range]);
         assert_eq!(s.links[0].line, 25);
         let links = s.links();
-        assert_eq!(links[0], Link { kind: LinkKind::ObservedCombinations, features: vec![2, 3, 4, 0] });
-        assert_eq!(links[1], Link { kind: LinkKind::OneToOne, features: vec![1, 0] });
+        assert_eq!(links[0], Link { kind: LinkKind::ObservedCombinations, features: vec![2, 3, 4, 0], min_rows: 1 });
+        assert_eq!(links[1], Link { kind: LinkKind::OneToOne, features: vec![1, 0], min_rows: 1 });
+        let rare = Schema::from_toml(
+            &LINKED.replace("kind = \"one_to_one\"", "kind = \"one_to_one\"\nmin_rows = 30"),
+            "t.toml",
+        );
+        assert_eq!(rare.unwrap().links()[1].min_rows, 30);
         let flipped = LINKED
             .replace("kind = \"integer\"", "kind = \"integer\"\nsupport = \"range\"")
             .replace("kind = \"continuous\"", "kind = \"continuous\"\nsupport = \"observed\"");
@@ -828,6 +846,10 @@ features = ["income", "age"]
                 "a one_to_one link has exactly two",
             ),
             (LINKED.replace(r#"["income", "age"]"#, "[]"), "a link needs at least two features, found 0"),
+            (
+                LINKED.replace("kind = \"one_to_one\"", "kind = \"one_to_one\"\nmin_rows = 0"),
+                "min_rows must be at least 1",
+            ),
         ];
         for (text, want) in cases {
             let err = Schema::from_toml(&text, "data/schemas/toy.toml").unwrap_err().to_string();

@@ -283,7 +283,7 @@ required probability (`--min-probability`) counts as redundant here.\n\
 - **unseen values**: of the changed numbers of features with observed support (`support = \"observed\"`, the default \
 for whole numbers), the share whose value no training row has.\n\
 - **link viol.**: share of counterfactuals whose move makes a combination of linked features (`[[link]]` in the \
-schema) that no training row has.\n\
+schema) that no training row has (or fewer than the link's `min_rows`).\n\
 - **immutable / semi-immutable viol.**: share of counterfactuals whose decoded values change an immutable feature / move \
 a one-direction feature the wrong way or make a forbidden category transition.\n\
 - **yNN**: share of the 5 nearest dataset rows (training + test, encoded, Euclidean) of the counterfactual that the model \
