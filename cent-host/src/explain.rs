@@ -291,6 +291,10 @@ const SMALL_TREE: usize = 255;
 /// one changed feature back.
 const PUSH_LADDER: [f32; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
 
+/// Factors by which [`Explainer::balance`] shortens the other numeric moves of a point with a
+/// change the others do not need to reach the target class.
+const BALANCE_SHRINK: [f32; 5] = [0.85, 0.7, 0.55, 0.4, 0.25];
+
 impl<'a> Explainer<'a> {
     /// Encodes the pool (`pool_rows`, row-major encoded rows) with `encoder` and labels it with
     /// `model`, once.
@@ -470,6 +474,7 @@ impl<'a> Explainer<'a> {
             tried += 1;
             let (row, class, p) = self.prune(x, query, target, row, class, p)?;
             let (row, class, p) = self.sparsify(x, query, target, target_classes, row, class, p, around)?;
+            let (row, class, p) = self.balance(x, query, target, target_classes, row, class, p, around)?;
             let cost = self.move_cost(query, x, &row);
             if best.as_ref().is_none_or(|b| cost < b.0) {
                 best = Some((cost, row, class, p));
@@ -664,6 +669,161 @@ impl<'a> Explainer<'a> {
             let Some((_, i, c, q)) = best else { return Ok((row, class, p)) };
             (row, class, p) = self.prune(x, query, target, batch[i * n..(i + 1) * n].to_vec(), c, q)?;
         }
+    }
+
+    /// The changed features of `row` that can each be set back to `x`'s value alone while the
+    /// model still puts the point in a target class (its decision, whatever the probability)
+    /// and no link is broken: changes the decision does not need. One batched call.
+    fn redundant(&self, x: &[f32], target: Target, row: &[f32]) -> Result<Vec<usize>, ModelError> {
+        let features = self.schema.features();
+        let changed: Vec<usize> = counterfactual::changed_features(&self.schema, x, row).collect();
+        if changed.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let n = row.len();
+        let mut batch = Vec::with_capacity(changed.len() * n);
+        for &j in &changed {
+            let start = batch.len();
+            batch.extend_from_slice(row);
+            batch[start..][features[j].columns()].copy_from_slice(&x[features[j].columns()]);
+        }
+        let classes = self.model.classes();
+        let proba = self.model.probabilities(&batch)?;
+        Ok(changed
+            .into_iter()
+            .zip(batch.chunks_exact(n).zip(proba.chunks_exact(classes)))
+            .filter(|(_, (back, p))| target.matches(argmax(p) as u8) && self.support.broken(x, back) == 0)
+            .map(|(j, _)| j)
+            .collect())
+    }
+
+    /// Makes every change of a confirmed point one the decision needs, when it can: a change
+    /// the others do not need to reach the target class (they reach it, short of
+    /// [`Config::min_probability`]) is kept by making the others shorter and it longer, so
+    /// that no change alone reaches the target class and together they are still confirmed.
+    /// Each redundant change's others are shortened by a factor of [`BALANCE_SHRINK`] while it
+    /// is carried further by one of [`PUSH_LADDER`] (a category keeps its value), snapped to
+    /// observed values; the confirmed points with the same changes and fewer redundant ones
+    /// are compared: of those with the fewest redundant changes, the one the ranking scores
+    /// best ([`Explainer::score`]; by move cost alone without plausibility), pruned again.
+    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the point it balances.
+    fn balance(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        target_classes: &[usize],
+        row: Vec<f32>,
+        class: usize,
+        p: f32,
+        around: Option<&Around<'_>>,
+    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+        let redundant = self.redundant(x, target, &row)?;
+        if redundant.is_empty() {
+            return Ok((row, class, p));
+        }
+        let features = self.schema.features();
+        let numeric = |j: usize| matches!(features[j].kind, Kind::Continuous | Kind::Integer);
+        let changed: Vec<usize> = counterfactual::changed_features(&self.schema, x, &row).collect();
+        let full = Bounds::default();
+        let n = row.len();
+        let mut batch: Vec<f32> = Vec::new();
+        for &j in &redundant {
+            let others: Vec<usize> = changed.iter().copied().filter(|&i| i != j && numeric(i)).collect();
+            if others.is_empty() {
+                continue;
+            }
+            let pushes: &[f32] = if numeric(j) { &PUSH_LADDER } else { &[1.0] };
+            for shrink in BALANCE_SHRINK {
+                for &push in std::iter::once(&1.0).chain(pushes) {
+                    let mut cand = row.clone();
+                    for &i in &others {
+                        let c = features[i].col as usize;
+                        cand[c] = x[c] + shrink * (row[c] - x[c]);
+                    }
+                    if numeric(j) {
+                        let c = features[j].col as usize;
+                        cand[c] = (x[c] + push * (row[c] - x[c])).clamp(0.0, 1.0);
+                    }
+                    if !self.supported(x, &full, &mut cand) {
+                        continue;
+                    }
+                    let cand = self.formatted(x, &cand);
+                    let same = counterfactual::changed_features(&self.schema, x, &cand).eq(changed.iter().copied());
+                    if same && cand != row && counterfactual::check(&self.schema, query, x, &cand).is_ok() {
+                        batch.extend_from_slice(&cand);
+                    }
+                }
+            }
+        }
+        if batch.is_empty() {
+            return Ok((row, class, p));
+        }
+        let classes = self.model.classes();
+        let proba = self.model.probabilities(&batch)?;
+        let mut confirmed: Vec<(usize, usize, f32)> = Vec::new();
+        for (i, (cand, q)) in batch.chunks_exact(n).zip(proba.chunks_exact(classes)).enumerate() {
+            if let Some((c, pc)) = self.accepts(x, query, target, cand, q)
+                && self.data_supported(x, cand)
+            {
+                confirmed.push((i, c, pc));
+            }
+        }
+        let rows: Vec<f32> = confirmed.iter().flat_map(|k| batch[k.0 * n..(k.0 + 1) * n].iter().copied()).collect();
+        let left = self.redundant_counts(x, target, &rows)?;
+        let Some(&fewest) = left.iter().min().filter(|&&m| m < redundant.len()) else { return Ok((row, class, p)) };
+        let kept: Vec<usize> = (0..confirmed.len()).filter(|&k| left[k] == fewest).collect();
+        let at = |k: usize| &rows[k * n..(k + 1) * n];
+        // Among the points with the fewest needless changes, the ranking's choice.
+        let agreement = match (self.config.plausibility > 0.0, around) {
+            (true, Some(around)) => {
+                let kept_rows: Vec<f32> = kept.iter().flat_map(|&k| at(k).iter().copied()).collect();
+                self.agreement(around, &kept_rows, target_classes)
+            }
+            _ => vec![1.0; kept.len()],
+        };
+        let best = kept
+            .iter()
+            .zip(&agreement)
+            .map(|(&k, &g)| (self.score(query, x, at(k), g), k))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        match best {
+            // A longer move may make another change one the probability no longer needs.
+            Some((_, k)) => self.prune(x, query, target, at(k).to_vec(), confirmed[k].1, confirmed[k].2),
+            None => Ok((row, class, p)),
+        }
+    }
+
+    /// [`Explainer::redundant`]'s count for each row of `rows` (row-major), in one batched call.
+    fn redundant_counts(&self, x: &[f32], target: Target, rows: &[f32]) -> Result<Vec<usize>, ModelError> {
+        let n = x.len();
+        let features = self.schema.features();
+        let mut owner: Vec<usize> = Vec::new();
+        let mut batch: Vec<f32> = Vec::new();
+        for (r, row) in rows.chunks_exact(n.max(1)).enumerate() {
+            let changed: Vec<usize> = counterfactual::changed_features(&self.schema, x, row).collect();
+            if changed.len() < 2 {
+                continue;
+            }
+            for j in changed {
+                let start = batch.len();
+                batch.extend_from_slice(row);
+                batch[start..][features[j].columns()].copy_from_slice(&x[features[j].columns()]);
+                owner.push(r);
+            }
+        }
+        let mut counts = vec![0; rows.len() / n.max(1)];
+        if batch.is_empty() {
+            return Ok(counts);
+        }
+        let classes = self.model.classes();
+        let proba = self.model.probabilities(&batch)?;
+        for ((&r, back), p) in owner.iter().zip(batch.chunks_exact(n)).zip(proba.chunks_exact(classes)) {
+            if target.matches(argmax(p) as u8) && self.support.broken(x, back) == 0 {
+                counts[r] += 1;
+            }
+        }
+        Ok(counts)
     }
 
     /// One attempt of [`Explainer::explain`] with `k` neighbours.
@@ -1059,6 +1219,7 @@ impl<'a> Explainer<'a> {
             tried += 1;
             let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
             let (x_new, class, p) = self.sparsify(x, query, target, target_classes, x_new, class, p, around)?;
+            let (x_new, class, p) = self.balance(x, query, target, target_classes, x_new, class, p, around)?;
             // The reported agreement is the final point's, not the candidate's it came from.
             let agreement = match (agreement, around) {
                 (Some(_), Some(around)) => Some(self.agreement(around, &x_new, target_classes)[0]),
@@ -1118,6 +1279,14 @@ impl<'a> Explainer<'a> {
                 hits as f32 / ids.len().max(1) as f32
             })
             .collect()
+    }
+
+    /// The ranking's objective for the point `x_new` whose neighbours agree by `agreement`:
+    /// `(1 - w) * move cost + w * PLAUSIBILITY_WEIGHT * (1 - agreement)`, `w` =
+    /// [`Config::plausibility`]; lower is better.
+    fn score(&self, query: &Query, x: &[f32], x_new: &[f32], agreement: f32) -> f32 {
+        let w = self.config.plausibility.clamp(0.0, 1.0);
+        (1.0 - w) * self.move_cost(query, x, x_new) + w * PLAUSIBILITY_WEIGHT * (1.0 - agreement)
     }
 
     /// The cost of moving `x` to `x_new` in the graph's terms (weighted distance in encoded
@@ -1326,7 +1495,114 @@ fn argmax(p: &[f32]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blackbox::ModelError;
+    use crate::data::{Input, Schema as DataSchema, Table};
+    use crate::layers::{Activation, Dense};
     use cent_nostd::schema::Feature;
+
+    /// Two free numbers `a` and `b` (encoded 0..1, a range of 0..10 each) and a category.
+    const TOY: &str = r#"
+name = "toy"
+[target]
+column = "y"
+favourable = "yes"
+classes = [{ name = "no", values = ["0"] }, { name = "yes", values = ["1"] }]
+[[feature]]
+name = "a"
+kind = "continuous"
+[[feature]]
+name = "b"
+kind = "continuous"
+[[feature]]
+name = "c"
+kind = "categorical"
+categories = ["u", "v"]
+"#;
+
+    /// "yes" with probability `sigmoid(10 (a + b - 1))` on the encoded numbers.
+    struct Sum;
+
+    impl BlackBox for Sum {
+        fn classes(&self) -> usize {
+            2
+        }
+        fn inputs(&self) -> usize {
+            4
+        }
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
+            Ok(rows
+                .chunks_exact(4)
+                .flat_map(|r| {
+                    let yes = 1.0 / (1.0 + (-10.0 * (r[0] + r[1] - 1.0)).exp());
+                    [1.0 - yes, yes]
+                })
+                .collect())
+        }
+    }
+
+    /// Brute force: the changed features of `row` that can be set back alone and keep "yes".
+    fn needless(model: &dyn BlackBox, x: &[f32], row: &[f32]) -> Vec<usize> {
+        (0..2)
+            .filter(|&c| row[c] != x[c])
+            .filter(|&c| {
+                let mut back = row.to_vec();
+                back[c] = x[c];
+                let p = model.probabilities(&back).unwrap();
+                p[1] > p[0]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn test_balance_keeps_the_changes_and_makes_each_one_needed() {
+        let csv: String = std::iter::once("a,b,c,y".to_string())
+            .chain((0..=10).map(|i| format!("{i},{},{},{}", 10 - i, if i % 2 == 0 { "u" } else { "v" }, i % 2)))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let schema = DataSchema::from_toml(TOY, "toy.toml").unwrap();
+        let table =
+            Table::read(&schema, &[Input { name: "toy.csv".into(), bytes: csv.into_bytes(), skip_lines: 0 }]).unwrap();
+        let all: Vec<usize> = (0..table.len()).collect();
+        let encoding = Encoding::fit(&table, &all).unwrap();
+        let pool = encoding.encode_rows(&table, &all).unwrap().data;
+        let encoder = Mlp {
+            layers: vec![Dense {
+                inputs: 4,
+                outputs: 2,
+                weights: vec![0.5; 8],
+                bias: vec![0.0; 2],
+                activation: Activation::Identity,
+            }],
+        };
+        let explainer = Explainer::new(&encoding, &Sum, &encoder, &pool, Config::default()).unwrap();
+        let query = explainer.schema().default_query();
+        let target = Target::Not(0);
+        let x = [0.1, 0.2, 1.0, 0.0];
+        // `a` alone reaches "yes" (0.95 + 0.2): `b`'s change is not needed, though it lifts
+        // the probability; nor is `c`'s, which the model ignores.
+        for row in [[0.95, 0.45, 1.0, 0.0], [0.95, 0.45, 0.0, 1.0]] {
+            let p = Sum.probabilities(&row).unwrap()[1];
+            assert_eq!(needless(&Sum, &x, &row), [1]);
+            let (back, class, q) = explainer.balance(&x, &query, target, &[1], row.to_vec(), 1, p, None).unwrap();
+            assert_eq!(class, 1);
+            assert_eq!(Sum.probabilities(&back).unwrap()[1], q);
+            assert!(q >= Config::default().min_probability, "p = {q}");
+            assert!(needless(&Sum, &x, &back).is_empty(), "{back:?}");
+            // Both numbers still change; the category the model ignores is pruned away.
+            assert!(back[0] != x[0] && back[1] != x[1], "{back:?}");
+            assert_eq!(back[2..], x[2..]);
+            assert!(counterfactual::check(explainer.schema(), &query, &x, &back).is_ok());
+            assert_eq!(explainer.redundant(&x, target, &back).unwrap(), Vec::<usize>::new());
+        }
+        // A point whose changes are all needed is returned as it is.
+        let row = [0.6, 0.65, 1.0, 0.0];
+        assert!(needless(&Sum, &x, &row).is_empty());
+        let p = Sum.probabilities(&row).unwrap()[1];
+        assert_eq!(
+            explainer.balance(&x, &query, target, &[1], row.to_vec(), 1, p, None).unwrap(),
+            (row.to_vec(), 1, p)
+        );
+    }
 
     #[test]
     fn test_projection_keeps_immutables_and_one_way_features_reachable() {
