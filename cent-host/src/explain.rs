@@ -275,10 +275,6 @@ const FALLBACK_TRIED: usize = 4;
 /// Confirmed points the last resort repairs and re-confirms at most to find those.
 const FALLBACK_ATTEMPTS: usize = 16;
 
-/// Contrast leaves with a confirmed candidate that are ranked by plausibility (in path-cost
-/// order); later leaves are only used when these give fewer than `n` results.
-const RANKED_LEAVES: usize = 8;
-
 /// Leaves tried beyond `n` for answers with other levers than the ones already found (each
 /// costs a pruning and a sparsifying pass).
 const DIVERSITY_LOOKAHEAD: usize = 3;
@@ -1000,6 +996,15 @@ impl<'a> Explainer<'a> {
         };
         let mut cands = Vec::new();
         let mut buf = vec![0.0; cols];
+        // A candidate that moves a linked feature is also tried with the link's other features
+        // as most people with the new values have them ([`Support::typical`]), when the leaf
+        // still holds it.
+        let fixed: Vec<bool> = query.mutability.iter().map(|&m| m == Mutability::Immutable).collect();
+        let typical = |x_new: &[f32], leaf: NodeIdx| -> Option<Vec<f32>> {
+            let mut t = x_new.to_vec();
+            let ok = self.support.typical(x, &mut t, &fixed) && tree.route(&t) == Ok(leaf);
+            ok.then(|| self.formatted(x, &t))
+        };
         while out.examined < self.config.max_search {
             let Some(hit) = search.next_contrast(&graph, target).map_err(|e| core(&e))? else { break };
             out.examined += 1;
@@ -1023,7 +1028,11 @@ impl<'a> Explainer<'a> {
                     }
                     if last.as_deref() != Some(buf.as_slice()) {
                         let x_new = self.formatted(x, &buf);
+                        let variant = typical(&x_new, hit.leaf);
                         cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, how: Realization::Boundary, x: x_new });
+                        if let Some(t) = variant {
+                            cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, how: Realization::Boundary, x: t });
+                        }
                         last = Some(buf.clone());
                     }
                 }
@@ -1037,8 +1046,11 @@ impl<'a> Explainer<'a> {
                             && tree.route(&buf) == Ok(hit.leaf)
                         {
                             let x_new = self.formatted(x, &buf);
-                            if cands.iter().rev().take(MARGIN_LADDER.len() + 2).all(|c| c.x != x_new) {
-                                cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, how, x: x_new });
+                            let variant = typical(&x_new, hit.leaf);
+                            for x_new in std::iter::once(x_new).chain(variant) {
+                                if cands.iter().rev().take(2 * (MARGIN_LADDER.len() + 2)).all(|c| c.x != x_new) {
+                                    cands.push(Candidate { leaf: hit.leaf, cost: hit.cost, how, x: x_new });
+                                }
                             }
                         }
                     }
@@ -1123,10 +1135,10 @@ impl<'a> Explainer<'a> {
     /// One batched call of the model over every candidate. A candidate is confirmed when the
     /// model puts it in a target class with at least [`Config::min_probability`] and it passes
     /// the constraint re-check. At plausibility 0, each leaf (in path-cost order) gives its first
-    /// confirmed candidate, up to `n` leaves. Above 0, the first [`RANKED_LEAVES`] leaves with a
-    /// confirmed candidate are ranked by `(1 - w) * move cost + w * PLAUSIBILITY_WEIGHT *
-    /// (1 - agreement)` (`w` = [`Config::plausibility`]), each by its best candidate, before
-    /// later leaves in path-cost order.
+    /// confirmed candidate, up to `n` leaves. Above 0, every leaf with a confirmed candidate is
+    /// ranked by `(1 - w) * move cost + w * PLAUSIBILITY_WEIGHT * (1 - agreement)` (`w` =
+    /// [`Config::plausibility`], [`Explainer::score`]), each by its best candidate; equal
+    /// scores keep path-cost order.
     #[allow(clippy::too_many_arguments)] // One query's resolved setting and its candidates.
     fn verify(
         &self,
@@ -1155,26 +1167,12 @@ impl<'a> Explainer<'a> {
         let mut chosen: Vec<(usize, Option<f32>)> = Vec::new();
         let around = around.filter(|_| lambda > 0.0);
         if let Some(around) = around {
-            // The candidates of the first ranked leaves, scored in one encoder batch.
-            let mut leaves = 0;
-            let mut ranked = 0;
-            while ranked < confirmed.len() {
-                if ranked == 0 || confirmed[ranked].0.leaf != confirmed[ranked - 1].0.leaf {
-                    if leaves == RANKED_LEAVES {
-                        break;
-                    }
-                    leaves += 1;
-                }
-                ranked += 1;
-            }
-            let rows: Vec<f32> = confirmed[..ranked].iter().flat_map(|(c, _, _)| c.x.iter().copied()).collect();
+            // Every confirmed candidate is scored.
+            let rows: Vec<f32> = confirmed.iter().flat_map(|(c, _, _)| c.x.iter().copied()).collect();
             let agreement = self.agreement(around, &rows, target_classes);
-            let score = |i: usize| {
-                let move_cost = self.move_cost(query, x, &confirmed[i].0.x);
-                (1.0 - lambda) * move_cost + lambda * PLAUSIBILITY_WEIGHT * (1.0 - agreement[i])
-            };
+            let score = |i: usize| self.score(query, x, &confirmed[i].0.x, agreement[i]);
             let mut best: Vec<(f32, usize)> = Vec::new();
-            for i in 0..ranked {
+            for i in 0..confirmed.len() {
                 let s = score(i);
                 match best.last_mut() {
                     Some(last) if confirmed[last.1].0.leaf == confirmed[i].0.leaf => {
@@ -1188,11 +1186,6 @@ impl<'a> Explainer<'a> {
             // Stable: equal scores keep path-cost order.
             best.sort_by(|a, b| a.0.total_cmp(&b.0));
             chosen.extend(best.into_iter().map(|(_, i)| (i, Some(agreement[i]))));
-            for (i, (c, _, _)) in confirmed.iter().enumerate().skip(ranked) {
-                if confirmed[i - 1].0.leaf != c.leaf {
-                    chosen.push((i, None));
-                }
-            }
         } else {
             for (i, (c, _, _)) in confirmed.iter().enumerate() {
                 if chosen.last().is_none_or(|&(j, _)| confirmed[j].0.leaf != c.leaf) {

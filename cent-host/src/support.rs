@@ -156,6 +156,36 @@ impl Support {
         false
     }
 
+    /// Rewrites `cand`, a counterfactual of `x`, so that each link of categorical and binary
+    /// features it touches holds the
+    /// combination the training rows hold most often among those that keep every feature of
+    /// the link `cand` changed and every feature `fixed` marks (by feature index) at `x`'s
+    /// value: the way most people with the new values live (married people are mostly a
+    /// husband or a wife, not a child of the household). True when `cand` changed; `cand` is
+    /// left as it was otherwise.
+    pub fn typical(&self, x: &[f32], cand: &mut [f32], fixed: &[bool]) -> bool {
+        if x.len() != self.n_cols || cand.len() != self.n_cols {
+            return false;
+        }
+        // Each link looks at the changes of `cand` as it came: a value one link rewrites does
+        // not make the next link (sharing that feature) rewrite its own.
+        let before = cand.to_vec();
+        // Links of categories only: a sequence of numbers (a repayment history) has no
+        // "typical" partner value to speak of.
+        let categorical = |l: &&LinkTable| {
+            l.features
+                .iter()
+                .all(|&j| self.features.get(j).is_some_and(|f| matches!(f.kind, Kind::Categorical | Kind::Binary)))
+        };
+        for l in self.links.iter().filter(categorical) {
+            if !l.typical(&self.features, x, &before, cand, fixed) {
+                cand.copy_from_slice(&before);
+                return false;
+            }
+        }
+        cand != before.as_slice()
+    }
+
     /// Number of links `row` breaks: its pair or combination of values never occurs in the
     /// training rows (or cannot be read: wrong length, no single hot category). A row of the
     /// wrong length breaks every link.
@@ -311,6 +341,31 @@ impl LinkTable {
             (LinkKind::ObservedCombinations, _) => self.closest(&now, &changed).cloned(),
         };
         let Some(target) = target else { return false };
+        self.features
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| target[k] != now[k])
+            .all(|(k, &j)| layout.get(j).is_some_and(|f| write(f, target[k], &self.values[k], cand)))
+    }
+
+    /// [`Support::typical`] for this link; false when a value cannot be written.
+    fn typical(&self, layout: &[core::Feature], x: &[f32], came: &[f32], cand: &mut [f32], fixed: &[bool]) -> bool {
+        if self.untouched(layout, x, came) {
+            return true;
+        }
+        let (Some(before), Some(now)) = (self.codes(layout, x), self.codes(layout, came)) else { return false };
+        // A changed value stays; a fixed feature keeps `x`'s; the others may take any.
+        let keep = |k: usize, t: &[i64]| {
+            let fixed = fixed.get(self.features[k]).copied().unwrap_or(false);
+            (before[k] == now[k] || t[k] == now[k]) && (!fixed || t[k] == before[k])
+        };
+        let best = self
+            .counts
+            .iter()
+            .filter(|(t, _)| (0..t.len()).all(|k| keep(k, t)))
+            .max_by_key(|&(t, &n)| (n, Reverse(t.clone())))
+            .map(|(t, _)| t.clone());
+        let Some(target) = best else { return true };
         self.features
             .iter()
             .enumerate()
@@ -575,6 +630,42 @@ age,gain,hours,status,role,sex,edu,years,y
         let mut two_hot = t.row(0);
         two_hot[t.encoding.feature(STATUS).unwrap().col as usize] = 1.0;
         assert_eq!(t.support.link_violations(&two_hot), 1, "status has two hot columns");
+    }
+
+    #[test]
+    fn test_typical_takes_the_most_common_combination_that_keeps_changes_and_fixed_values() {
+        let t = toy();
+        let free = [false; 8];
+        // A divorced man becomes single: (single, child, m) is held by two rows, the other
+        // single combinations by one each; his sex may change or not, the answer is the same.
+        let x = t.row(5);
+        for fixed in [free, [false, false, false, false, false, true, false, false]] {
+            let mut cand = t.with(5, &[(STATUS, t.cat(STATUS, "single"))]);
+            assert!(t.support.typical(&x, &mut cand, &fixed));
+            let raw = t.raw(&cand);
+            assert_eq!(
+                (raw[STATUS], raw[ROLE], raw[SEX]),
+                (t.cat(STATUS, "single"), t.cat(ROLE, "child"), t.cat(SEX, "m"))
+            );
+        }
+        // A married woman who divorces: with sex fixed, (divorced, alone, f) is the only one.
+        let x = t.row(1);
+        let mut fixed = free;
+        fixed[SEX] = true;
+        let mut cand = t.with(1, &[(STATUS, t.cat(STATUS, "divorced"))]);
+        assert!(t.support.typical(&x, &mut cand, &fixed));
+        assert_eq!((t.raw(&cand)[ROLE], t.raw(&cand)[SEX]), (t.cat(ROLE, "alone"), t.cat(SEX, "f")));
+        // Already the most common: nothing to do, `cand` untouched; so for a move outside the
+        // link, and for the link of a category and a number (left to `repair`).
+        let mut cand = t.with(5, &[(STATUS, t.cat(STATUS, "single")), (ROLE, t.cat(ROLE, "child"))]);
+        let before = cand.clone();
+        assert!(!t.support.typical(&t.row(5), &mut cand, &free));
+        assert_eq!(cand, before);
+        let mut longer = t.with(0, &[(HOURS, Value::Number(50.0))]);
+        assert!(!t.support.typical(&t.row(0), &mut longer, &free));
+        let mut degree = t.with(0, &[(EDU, t.cat(EDU, "ma"))]);
+        assert!(!t.support.typical(&t.row(0), &mut degree, &free));
+        assert!(!t.support.typical(&t.row(0), &mut [0.0; 3], &free), "wrong length");
     }
 
     #[test]
