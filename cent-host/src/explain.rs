@@ -470,6 +470,7 @@ impl<'a> Explainer<'a> {
             tried += 1;
             let (row, class, p) = self.prune(x, query, target, row, class, p)?;
             let (row, class, p) = self.sparsify(x, query, target, target_classes, row, class, p, around)?;
+            let (row, class, p) = self.deepen(x, query, target, target_classes, row, class, p, around)?;
             let (row, class, p) = self.balance(x, query, target, target_classes, row, class, p, around)?;
             let cost = self.move_cost(query, x, &row);
             if best.as_ref().is_none_or(|b| cost < b.0) {
@@ -788,6 +789,72 @@ impl<'a> Explainer<'a> {
             Some((_, k)) => self.prune(x, query, target, at(k).to_vec(), confirmed[k].1, confirmed[k].2),
             None => Ok((row, class, p)),
         }
+    }
+
+    /// Carries the numeric moves of a confirmed point further along [`PUSH_LADDER`] (snapped
+    /// to observed values, clipped to the range) and keeps the farther point with the same
+    /// changes when the ranking scores it better: a longer move into the target class that
+    /// puts the point among more people of that class is worth its extra cost.
+    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the point it moves.
+    fn deepen(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        target_classes: &[usize],
+        row: Vec<f32>,
+        class: usize,
+        p: f32,
+        around: Option<&Around<'_>>,
+    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+        let Some(around) = around.filter(|_| self.config.plausibility > 0.0) else { return Ok((row, class, p)) };
+        let features = self.schema.features();
+        let changed: Vec<usize> = counterfactual::changed_features(&self.schema, x, &row).collect();
+        let numeric: Vec<usize> =
+            changed.iter().copied().filter(|&j| matches!(features[j].kind, Kind::Continuous | Kind::Integer)).collect();
+        if numeric.is_empty() {
+            return Ok((row, class, p));
+        }
+        let full = Bounds::default();
+        let n = row.len();
+        let mut batch: Vec<f32> = Vec::new();
+        for factor in PUSH_LADDER {
+            let mut cand = row.clone();
+            for &j in &numeric {
+                let c = features[j].col as usize;
+                cand[c] = (x[c] + factor * (row[c] - x[c])).clamp(0.0, 1.0);
+            }
+            if !self.supported(x, &full, &mut cand) {
+                continue;
+            }
+            let cand = self.formatted(x, &cand);
+            let same = counterfactual::changed_features(&self.schema, x, &cand).eq(changed.iter().copied());
+            let new = batch.chunks_exact(n).all(|b| b != cand.as_slice());
+            if same && new && cand != row && counterfactual::check(&self.schema, query, x, &cand).is_ok() {
+                batch.extend_from_slice(&cand);
+            }
+        }
+        if batch.is_empty() {
+            return Ok((row, class, p));
+        }
+        let classes = self.model.classes();
+        let proba = self.model.probabilities(&batch)?;
+        let mut best = (self.score(query, x, &row, self.agreement(around, &row, target_classes)[0]), None);
+        let agreement = self.agreement(around, &batch, target_classes);
+        for (i, ((cand, q), &g)) in batch.chunks_exact(n).zip(proba.chunks_exact(classes)).zip(&agreement).enumerate() {
+            if let Some((c, pc)) = self.accepts(x, query, target, cand, q)
+                && self.data_supported(x, cand)
+            {
+                let s = self.score(query, x, cand, g);
+                if s < best.0 {
+                    best = (s, Some((i, c, pc)));
+                }
+            }
+        }
+        Ok(match best.1 {
+            Some((i, c, q)) => (batch[i * n..(i + 1) * n].to_vec(), c, q),
+            None => (row, class, p),
+        })
     }
 
     /// [`Explainer::redundant`]'s count for each row of `rows` (row-major), in one batched call.
@@ -1212,6 +1279,7 @@ impl<'a> Explainer<'a> {
             tried += 1;
             let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
             let (x_new, class, p) = self.sparsify(x, query, target, target_classes, x_new, class, p, around)?;
+            let (x_new, class, p) = self.deepen(x, query, target, target_classes, x_new, class, p, around)?;
             let (x_new, class, p) = self.balance(x, query, target, target_classes, x_new, class, p, around)?;
             // The reported agreement is the final point's, not the candidate's it came from.
             let agreement = match (agreement, around) {
@@ -1546,10 +1614,16 @@ categories = ["u", "v"]
             .collect()
     }
 
-    #[test]
-    fn test_balance_keeps_the_changes_and_makes_each_one_needed() {
+    /// The toy data: `a` and `b` on a grid of 0..=10 (encoded 0..1), `c` alternating.
+    struct Toy {
+        encoding: Encoding,
+        pool: Vec<f32>,
+        encoder: Mlp,
+    }
+
+    fn toy() -> Toy {
         let csv: String = std::iter::once("a,b,c,y".to_string())
-            .chain((0..=10).map(|i| format!("{i},{},{},{}", 10 - i, if i % 2 == 0 { "u" } else { "v" }, i % 2)))
+            .chain((0..121).map(|i| format!("{},{},{},0", i / 11, i % 11, if i % 2 == 0 { "u" } else { "v" })))
             .collect::<Vec<_>>()
             .join("\n");
         let schema = DataSchema::from_toml(TOY, "toy.toml").unwrap();
@@ -1558,16 +1632,53 @@ categories = ["u", "v"]
         let all: Vec<usize> = (0..table.len()).collect();
         let encoding = Encoding::fit(&table, &all).unwrap();
         let pool = encoding.encode_rows(&table, &all).unwrap().data;
-        let encoder = Mlp {
-            layers: vec![Dense {
-                inputs: 4,
-                outputs: 2,
-                weights: vec![0.5; 8],
-                bias: vec![0.0; 2],
-                activation: Activation::Identity,
-            }],
+        let layer = Dense {
+            inputs: 4,
+            outputs: 2,
+            weights: vec![0.5; 8],
+            bias: vec![0.0; 2],
+            activation: Activation::Identity,
         };
-        let explainer = Explainer::new(&encoding, &Sum, &encoder, &pool, Config::default()).unwrap();
+        Toy { encoding, pool, encoder: Mlp { layers: vec![layer] } }
+    }
+
+    #[test]
+    fn test_deepen_keeps_the_changes_and_moves_only_to_a_better_score() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let query = explainer.schema().default_query();
+        let x = [0.1, 0.2, 1.0, 0.0];
+        let around = Around::new(&explainer.nearby, &x);
+        let score = |row: &[f32]| explainer.score(&query, &x, row, explainer.agreement(&around, row, &[1])[0]);
+        // Just past the boundary (a + b = 1.1), among as many "no" rows as "yes" ones: farther in
+        // is worth its cost. Deep in already (a + b = 1.9): nothing farther scores better.
+        for (row, deeper) in [([0.45, 0.65, 1.0, 0.0], true), ([0.9, 1.0, 1.0, 0.0], false)] {
+            let p = Sum.probabilities(&row).unwrap()[1];
+            let (out, class, q) =
+                explainer.deepen(&x, &query, Target::Not(0), &[1], row.to_vec(), 1, p, Some(&around)).unwrap();
+            assert_eq!((class, Sum.probabilities(&out).unwrap()[1]), (1, q));
+            assert!(q >= Config::default().min_probability);
+            assert_eq!(out != row, deeper, "{out:?}");
+            assert!(score(&out) <= score(&row));
+            assert_eq!(out[2..], x[2..]);
+            // On the ray from `x` through `row`, at one of the ladder's factors.
+            let f = (out[0] - x[0]) / (row[0] - x[0]);
+            assert!((out[1] - x[1] - f * (row[1] - x[1])).abs() < 1e-3, "{out:?}");
+            assert!(!deeper || PUSH_LADDER.iter().any(|&l| (l - f).abs() < 1e-3), "factor {f}");
+        }
+        // Without plausibility the point is left as it is.
+        let plain =
+            Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config { plausibility: 0.0, ..Config::default() })
+                .unwrap();
+        let row = [0.45, 0.65, 1.0, 0.0];
+        let p = Sum.probabilities(&row).unwrap()[1];
+        assert_eq!(plain.deepen(&x, &query, Target::Not(0), &[1], row.to_vec(), 1, p, Some(&around)).unwrap().0, row);
+    }
+
+    #[test]
+    fn test_balance_keeps_the_changes_and_makes_each_one_needed() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
         let query = explainer.schema().default_query();
         let target = Target::Not(0);
         let x = [0.1, 0.2, 1.0, 0.0];
