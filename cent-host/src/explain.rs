@@ -289,7 +289,7 @@ const PUSH_LADDER: [f32; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
 
 /// Factors by which [`Explainer::balance`] shortens the other numeric moves of a point with a
 /// change the others do not need to reach the target class.
-const BALANCE_SHRINK: [f32; 5] = [0.85, 0.7, 0.55, 0.4, 0.25];
+const BALANCE_SHRINK: [f32; 8] = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
 
 impl<'a> Explainer<'a> {
     /// Encodes the pool (`pool_rows`, row-major encoded rows) with `encoder` and labels it with
