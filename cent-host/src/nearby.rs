@@ -13,7 +13,8 @@
 
 use crate::profile::Schema;
 use cent_nostd::schema::Kind;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
 
 /// The pool by feature: what [`Around`] reads.
 #[derive(Debug, Clone)]
@@ -205,6 +206,9 @@ pub struct Around<'r> {
     /// Per feature, its values in the order of `order`, laid out on first use (the few
     /// features the points of one query change are read many times).
     sorted: Vec<OnceCell<Sorted>>,
+    /// The answers given so far, by point and `k`: the explainer judges some points more than
+    /// once (a candidate, then the same point as the start of its pruning).
+    seen: RefCell<HashMap<(Vec<u32>, usize), Vec<u32>>>,
 }
 
 /// One feature's values in band order.
@@ -240,7 +244,7 @@ impl<'r> Around<'r> {
         }
         let base = order.iter().map(|&i| dist[i as usize]).collect();
         let sorted = (0..rows.features.len()).map(|_| OnceCell::new()).collect();
-        Around { rows, x: x.to_vec(), order, starts, base, sorted }
+        Around { rows, x: x.to_vec(), order, starts, base, sorted, seen: RefCell::default() }
     }
 
     fn sorted(&self, j: usize) -> &Sorted {
@@ -259,6 +263,17 @@ impl<'r> Around<'r> {
         if k == 0 || point.len() != self.x.len() {
             return Vec::new();
         }
+        let key = (point.iter().map(|v| v.to_bits()).collect::<Vec<u32>>(), k);
+        if let Some(ids) = self.seen.borrow().get(&key) {
+            return ids.clone();
+        }
+        let ids = self.search(point, k);
+        self.seen.borrow_mut().insert(key, ids.clone());
+        ids
+    }
+
+    /// [`Around::nearest`] without the memo.
+    fn search(&self, point: &[f32], k: usize) -> Vec<u32> {
         let changed: Vec<usize> = (0..self.rows.features.len())
             .filter(|&j| {
                 let cols = self.rows.columns(j);
@@ -388,6 +403,9 @@ mod tests {
             for k in [1, 5, 10] {
                 assert_eq!(around.nearest(&point, k), brute_force(&pool, &point, k), "case {case}, k {k}");
             }
+            // Asked again (from the memo), and for another `k` after that.
+            assert_eq!(around.nearest(&point, 5), brute_force(&pool, &point, 5), "case {case}, again");
+            assert_eq!(around.nearest(&point, 3), brute_force(&pool, &point, 3), "case {case}, k 3");
             assert_eq!(around.nearest(&x, 10), brute_force(&pool, &x, 10));
         }
         assert!(Around::new(&rows, &pool[..9]).nearest(&[0.0; 3], 5).is_empty());
