@@ -208,8 +208,11 @@ pub struct Around<'r> {
     sorted: Vec<OnceCell<Sorted>>,
     /// The answers given so far, by point and `k`: the explainer judges some points more than
     /// once (a candidate, then the same point as the start of its pruning).
-    seen: RefCell<HashMap<(Vec<u32>, usize), Vec<u32>>>,
+    seen: RefCell<Memo>,
 }
+
+/// Row ids by (a point's bits, `k`).
+type Memo = HashMap<(Vec<u32>, usize), Vec<u32>>;
 
 /// One feature's values in band order.
 #[derive(Debug, Clone)]
