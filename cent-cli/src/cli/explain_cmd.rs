@@ -409,13 +409,16 @@ pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
     let linked: Vec<String> = enc
         .links()
         .iter()
-        .map(|l| l.features.iter().map(|&j| enc.attributes()[j].name.as_str()).collect::<Vec<_>>().join(" × "))
+        .map(|l| {
+            let names = l.features.iter().map(|&j| enc.attributes()[j].name.as_str()).collect::<Vec<_>>().join(" × ");
+            match l.min_rows {
+                0 | 1 => format!("{names} only take combinations people have"),
+                n => format!("{names} only take combinations at least {n} people have"),
+            }
+        })
         .collect();
     if !linked.is_empty() {
-        outln!(
-            "Whole numbers take values people in the data have; {} only take combinations people have.",
-            linked.join(", ")
-        )?;
+        outln!("Whole numbers take values people in the data have; {}.", linked.join("; "))?;
     }
     outln!(
         "Each answer needs the model's probability {} or more and is pared down to the changes it needs.\n",
