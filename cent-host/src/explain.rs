@@ -839,16 +839,23 @@ impl<'a> Explainer<'a> {
         }
         let classes = self.model.classes();
         let proba = self.model.probabilities(&batch)?;
+        // Only the confirmed points are judged among people.
+        let confirmed: Vec<(usize, usize, f32)> = batch
+            .chunks_exact(n)
+            .zip(proba.chunks_exact(classes))
+            .enumerate()
+            .filter_map(|(i, (cand, q))| {
+                let (c, pc) = self.accepts(x, query, target, cand, q)?;
+                self.data_supported(x, cand).then_some((i, c, pc))
+            })
+            .collect();
+        let rows: Vec<f32> = confirmed.iter().flat_map(|k| batch[k.0 * n..(k.0 + 1) * n].iter().copied()).collect();
+        let agreement = self.agreement(around, &rows, target_classes);
         let mut best = (self.score(query, x, &row, self.agreement(around, &row, target_classes)[0]), None);
-        let agreement = self.agreement(around, &batch, target_classes);
-        for (i, ((cand, q), &g)) in batch.chunks_exact(n).zip(proba.chunks_exact(classes)).zip(&agreement).enumerate() {
-            if let Some((c, pc)) = self.accepts(x, query, target, cand, q)
-                && self.data_supported(x, cand)
-            {
-                let s = self.score(query, x, cand, g);
-                if s < best.0 {
-                    best = (s, Some((i, c, pc)));
-                }
+        for (k, g) in confirmed.iter().zip(agreement) {
+            let s = self.score(query, x, &batch[k.0 * n..(k.0 + 1) * n], g);
+            if s < best.0 {
+                best = (s, Some(*k));
             }
         }
         Ok(match best.1 {
