@@ -89,6 +89,21 @@ fn main() {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // One factual: CEnt's answer, and under it another answer with its yNN, l1 and redundancy.
+    let show =
+        |r: usize, cent: (f64, f64, usize), cf: &[f32], label: &str, other: (f64, f64, usize), answer: &[f32]| {
+            let x = a.prepared.test.row(r);
+            println!("  row {r}: cent ynn {:.1} l1 {:.2} red {}: {}", cent.0, cent.1, cent.2, describe(x, cf));
+            let pad = r.to_string().len() + 4;
+            println!(
+                "  {:>pad$}  {label} ynn {:.1} l1 {:.2} red {}: {}",
+                "",
+                other.0,
+                other.1,
+                other.2,
+                describe(x, answer)
+            );
+        };
     let mut shown = 0;
     for ((f, &r), row) in found.iter().zip(&rows).zip(&run.rows) {
         let (Some(m), Some(w), Some(wa), Some(cf)) = (row.measures, f.within, &f.within_answer, &row.counterfactual)
@@ -99,20 +114,10 @@ fn main() {
             continue;
         }
         shown += 1;
-        let x = a.prepared.test.row(r);
-        println!("  row {r}: cent ynn {:.1} l1 {:.2} red {}: {}", m.ynn, m.l1, m.redundancy, describe(x, cf));
-        println!(
-            "  {:>w$}  best ynn {:.1} l1 {:.2} red {}: {}",
-            "",
-            w.ynn,
-            w.l1,
-            w.redundancy,
-            describe(x, wa),
-            w = r.to_string().len() + 4
-        );
+        show(r, (m.ynn, m.l1, m.redundancy), cf, "best", (w.ynn, w.l1, w.redundancy), wa);
     }
-    // Where CEnt's answer sits among few people of the target class: the shortest answer of
-    // at most two changes, none redundant, whose neighbours mostly agree.
+    // Where CEnt's answer sits among few people of the target class: of the best answers of at
+    // most two changes, none redundant, whose neighbours mostly agree, the shortest.
     let mut shown = 0;
     for ((f, &r), row) in found.iter().zip(&rows).zip(&run.rows) {
         let (Some(m), Some(cf)) = (row.measures, &row.counterfactual) else { continue };
@@ -127,15 +132,6 @@ fn main() {
             continue;
         }
         shown += 1;
-        let x = a.prepared.test.row(r);
-        println!("  row {r}: cent ynn {:.1} l1 {:.2} red {}: {}", m.ynn, m.l1, m.redundancy, describe(x, cf));
-        println!(
-            "  {:>w$}  agreeing ynn {:.1} l1 {:.2}: {}",
-            "",
-            c.ynn,
-            c.l1,
-            describe(x, ans),
-            w = r.to_string().len() + 4
-        );
+        show(r, (m.ynn, m.l1, m.redundancy), cf, "agreeing", (c.ynn, c.l1, c.redundancy), ans);
     }
 }
