@@ -287,6 +287,23 @@ const SMALL_TREE: usize = 255;
 /// one changed feature back.
 const PUSH_LADDER: [f32; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
 
+/// One query's resolved setting, as the steps that make a confirmed candidate an answer see
+/// it ([`Explainer::refine`]).
+#[derive(Clone, Copy)]
+struct Ask<'q> {
+    /// The encoded query.
+    x: &'q [f32],
+    query: &'q Query,
+    target: Target,
+    /// The classes `target` accepts.
+    targets: &'q [usize],
+    /// `x`'s neighbourhood in the data, when plausibility is judged.
+    around: Option<&'q Around<'q>>,
+}
+
+/// A confirmed point: its encoded row, the model's class for it and that class's probability.
+type Point = (Vec<f32>, usize, f32);
+
 /// Factors by which [`Explainer::balance`] shortens the other numeric moves of a point with a
 /// change the others do not need to reach the target class.
 const BALANCE_SHRINK: [f32; 8] = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
@@ -468,10 +485,8 @@ impl<'a> Explainer<'a> {
             }
             let Some((row, class, p)) = self.confirm(x, query, target, row)? else { continue };
             tried += 1;
-            let (row, class, p) = self.prune(x, query, target, row, class, p)?;
-            let (row, class, p) = self.sparsify(x, query, target, target_classes, row, class, p, around)?;
-            let (row, class, p) = self.deepen(x, query, target, target_classes, row, class, p, around)?;
-            let (row, class, p) = self.balance(x, query, target, target_classes, row, class, p, around)?;
+            let ask = Ask { x, query, target, targets: target_classes, around };
+            let (row, class, p) = self.refine(&ask, row, class, p)?;
             let cost = self.move_cost(query, x, &row);
             if best.as_ref().is_none_or(|b| cost < b.0) {
                 best = Some((cost, row, class, p));
@@ -521,19 +536,22 @@ impl<'a> Explainer<'a> {
         }
     }
 
+    /// A confirmed candidate made into an answer: pruned ([`Explainer::prune`]), made sparser
+    /// ([`Explainer::sparsify`]), carried further ([`Explainer::deepen`]) and balanced
+    /// ([`Explainer::balance`]), each step keeping the point confirmed.
+    fn refine(&self, ask: &Ask<'_>, row: Vec<f32>, class: usize, p: f32) -> Result<Point, ModelError> {
+        let (row, class, p) = self.prune(ask, row, class, p)?;
+        let (row, class, p) = self.sparsify(ask, row, class, p)?;
+        let (row, class, p) = self.deepen(ask, row, class, p)?;
+        self.balance(ask, row, class, p)
+    }
+
     /// Sets changed features of a confirmed `row` back to `x`'s values while the model still
     /// confirms it: each round tries every changed feature alone (one batched call) and keeps
     /// the set-back with the highest probability of a target class, until none is confirmed
     /// or one feature is left.
-    fn prune(
-        &self,
-        x: &[f32],
-        query: &Query,
-        target: Target,
-        mut row: Vec<f32>,
-        mut class: usize,
-        mut p: f32,
-    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+    fn prune(&self, ask: &Ask<'_>, mut row: Vec<f32>, mut class: usize, mut p: f32) -> Result<Point, ModelError> {
+        let Ask { x, query, target, .. } = *ask;
         let classes = self.model.classes();
         loop {
             let changed: Vec<usize> = self
@@ -583,18 +601,8 @@ impl<'a> Explainer<'a> {
     /// fewer changes are not bought with a point much further from people of the target class.
     /// A change that is only there to lift the probability to [`Config::min_probability`] is
     /// traded for a longer move of the others.
-    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the point it improves.
-    fn sparsify(
-        &self,
-        x: &[f32],
-        query: &Query,
-        target: Target,
-        target_classes: &[usize],
-        mut row: Vec<f32>,
-        mut class: usize,
-        mut p: f32,
-        around: Option<&Around<'_>>,
-    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+    fn sparsify(&self, ask: &Ask<'_>, mut row: Vec<f32>, mut class: usize, mut p: f32) -> Result<Point, ModelError> {
+        let Ask { x, query, target, targets: target_classes, around } = *ask;
         let classes = self.model.classes();
         let n = row.len();
         let full = Bounds::default();
@@ -664,7 +672,7 @@ impl<'a> Explainer<'a> {
             }
             let best = accepted.into_iter().min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             let Some((_, i, c, q)) = best else { return Ok((row, class, p)) };
-            (row, class, p) = self.prune(x, query, target, batch[i * n..(i + 1) * n].to_vec(), c, q)?;
+            (row, class, p) = self.prune(ask, batch[i * n..(i + 1) * n].to_vec(), c, q)?;
         }
     }
 
@@ -703,18 +711,8 @@ impl<'a> Explainer<'a> {
     /// observed values; the confirmed points with the same changes and fewer redundant ones
     /// are compared: of those with the fewest redundant changes, the one the ranking scores
     /// best ([`Explainer::score`]; by move cost alone without plausibility), pruned again.
-    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the point it balances.
-    fn balance(
-        &self,
-        x: &[f32],
-        query: &Query,
-        target: Target,
-        target_classes: &[usize],
-        row: Vec<f32>,
-        class: usize,
-        p: f32,
-        around: Option<&Around<'_>>,
-    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+    fn balance(&self, ask: &Ask<'_>, row: Vec<f32>, class: usize, p: f32) -> Result<Point, ModelError> {
+        let Ask { x, query, target, targets: target_classes, around } = *ask;
         let redundant = self.redundant(x, target, &row)?;
         if redundant.is_empty() {
             return Ok((row, class, p));
@@ -786,7 +784,7 @@ impl<'a> Explainer<'a> {
             .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         match best {
             // A longer move may make another change one the probability no longer needs.
-            Some((_, k)) => self.prune(x, query, target, at(k).to_vec(), confirmed[k].1, confirmed[k].2),
+            Some((_, k)) => self.prune(ask, at(k).to_vec(), confirmed[k].1, confirmed[k].2),
             None => Ok((row, class, p)),
         }
     }
@@ -795,18 +793,8 @@ impl<'a> Explainer<'a> {
     /// to observed values, clipped to the range) and keeps the farther point with the same
     /// changes when the ranking scores it better: a longer move into the target class that
     /// puts the point among more people of that class is worth its extra cost.
-    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the point it moves.
-    fn deepen(
-        &self,
-        x: &[f32],
-        query: &Query,
-        target: Target,
-        target_classes: &[usize],
-        row: Vec<f32>,
-        class: usize,
-        p: f32,
-        around: Option<&Around<'_>>,
-    ) -> Result<(Vec<f32>, usize, f32), ModelError> {
+    fn deepen(&self, ask: &Ask<'_>, row: Vec<f32>, class: usize, p: f32) -> Result<Point, ModelError> {
+        let Ask { x, query, target, targets: target_classes, around } = *ask;
         let Some(around) = around.filter(|_| self.config.plausibility > 0.0) else { return Ok((row, class, p)) };
         let features = self.schema.features();
         let changed: Vec<usize> = counterfactual::changed_features(&self.schema, x, &row).collect();
@@ -1284,10 +1272,8 @@ impl<'a> Explainer<'a> {
             }
             let Some((c, class, p)) = slots[i].take() else { continue };
             tried += 1;
-            let (x_new, class, p) = self.prune(x, query, target, c.x, class, p)?;
-            let (x_new, class, p) = self.sparsify(x, query, target, target_classes, x_new, class, p, around)?;
-            let (x_new, class, p) = self.deepen(x, query, target, target_classes, x_new, class, p, around)?;
-            let (x_new, class, p) = self.balance(x, query, target, target_classes, x_new, class, p, around)?;
+            let ask = Ask { x, query, target, targets: target_classes, around };
+            let (x_new, class, p) = self.refine(&ask, c.x, class, p)?;
             // The reported agreement is the final point's, not the candidate's it came from.
             let agreement = match (agreement, around) {
                 (Some(_), Some(around)) => Some(self.agreement(around, &x_new, target_classes)[0]),
@@ -1649,6 +1635,11 @@ categories = ["u", "v"]
         Toy { encoding, pool, encoder: Mlp { layers: vec![layer] } }
     }
 
+    /// The toy's question: anything but "no" for `x`.
+    fn ask<'q>(x: &'q [f32], query: &'q Query, around: Option<&'q Around<'q>>) -> Ask<'q> {
+        Ask { x, query, target: Target::Not(0), targets: &[1], around }
+    }
+
     #[test]
     fn test_deepen_keeps_the_changes_and_moves_only_to_a_better_score() {
         let t = toy();
@@ -1661,8 +1652,7 @@ categories = ["u", "v"]
         // is worth its cost. Deep in already (a + b = 1.9): nothing farther scores better.
         for (row, deeper) in [([0.45, 0.65, 1.0, 0.0], true), ([0.9, 1.0, 1.0, 0.0], false)] {
             let p = Sum.probabilities(&row).unwrap()[1];
-            let (out, class, q) =
-                explainer.deepen(&x, &query, Target::Not(0), &[1], row.to_vec(), 1, p, Some(&around)).unwrap();
+            let (out, class, q) = explainer.deepen(&ask(&x, &query, Some(&around)), row.to_vec(), 1, p).unwrap();
             assert_eq!((class, Sum.probabilities(&out).unwrap()[1]), (1, q));
             assert!(q >= Config::default().min_probability);
             assert_eq!(out != row, deeper, "{out:?}");
@@ -1679,7 +1669,7 @@ categories = ["u", "v"]
                 .unwrap();
         let row = [0.45, 0.65, 1.0, 0.0];
         let p = Sum.probabilities(&row).unwrap()[1];
-        assert_eq!(plain.deepen(&x, &query, Target::Not(0), &[1], row.to_vec(), 1, p, Some(&around)).unwrap().0, row);
+        assert_eq!(plain.deepen(&ask(&x, &query, Some(&around)), row.to_vec(), 1, p).unwrap().0, row);
     }
 
     #[test]
@@ -1694,7 +1684,7 @@ categories = ["u", "v"]
         for row in [[0.95, 0.45, 1.0, 0.0], [0.95, 0.45, 0.0, 1.0]] {
             let p = Sum.probabilities(&row).unwrap()[1];
             assert_eq!(needless(&Sum, &x, &row), [1]);
-            let (back, class, q) = explainer.balance(&x, &query, target, &[1], row.to_vec(), 1, p, None).unwrap();
+            let (back, class, q) = explainer.balance(&ask(&x, &query, None), row.to_vec(), 1, p).unwrap();
             assert_eq!(class, 1);
             assert_eq!(Sum.probabilities(&back).unwrap()[1], q);
             assert!(q >= Config::default().min_probability, "p = {q}");
@@ -1709,10 +1699,7 @@ categories = ["u", "v"]
         let row = [0.6, 0.65, 1.0, 0.0];
         assert!(needless(&Sum, &x, &row).is_empty());
         let p = Sum.probabilities(&row).unwrap()[1];
-        assert_eq!(
-            explainer.balance(&x, &query, target, &[1], row.to_vec(), 1, p, None).unwrap(),
-            (row.to_vec(), 1, p)
-        );
+        assert_eq!(explainer.balance(&ask(&x, &query, None), row.to_vec(), 1, p).unwrap(), (row.to_vec(), 1, p));
     }
 
     #[test]
