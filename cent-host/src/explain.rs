@@ -13,6 +13,7 @@ use crate::layers::Mlp;
 use crate::nearby::{Around, Rows};
 use crate::neighbors::Pool;
 use crate::profile::{Bounds, Query, Schema};
+use crate::ranking::Lazy;
 use crate::support::Support;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
 use cent_nostd::atlas::MARGIN_LADDER;
@@ -1058,6 +1059,8 @@ impl<'a> Explainer<'a> {
         };
         let mut cands = Vec::new();
         let mut buf = vec![0.0; cols];
+        // One box, set to each popped leaf's.
+        let mut bounds: Box<Bounds> = Box::default();
         // A candidate that moves a linked feature is also tried with the link's other features
         // as most people with the new values have them ([`Support::typical`]), when the leaf
         // still holds it.
@@ -1077,11 +1080,12 @@ impl<'a> Explainer<'a> {
             // margins) would only repeat that candidate; it is skipped.
             let mut last: Option<Vec<f32>> = None;
             let mut boundary: Option<Vec<f32>> = None;
-            let bounds = Bounds::of(tree, hit.leaf);
+            bounds.set_to(tree, hit.leaf);
             for step in MARGIN_LADDER {
                 at_margin.margin = query.margin * step;
                 let q = &at_margin;
-                if counterfactual::realize(&self.schema, q, tree, hit.leaf, x, &mut draw.clone(), &mut buf).is_ok()
+                if counterfactual::realize_in(&self.schema, q, tree, hit.leaf, &bounds, x, &mut draw.clone(), &mut buf)
+                    .is_ok()
                     && self.supported(x, &bounds, &mut buf)
                 {
                     built = true;
@@ -1225,43 +1229,30 @@ impl<'a> Explainer<'a> {
             }
         }
         let lambda = self.config.plausibility.clamp(0.0, 1.0);
-        // Per leaf, in path-cost order: the chosen candidate's index and its agreement.
-        let mut chosen: Vec<(usize, Option<f32>)> = Vec::new();
         let around = around.filter(|_| lambda > 0.0);
-        if let Some(around) = around {
-            // Every confirmed candidate is scored.
-            let rows: Vec<f32> = confirmed.iter().flat_map(|(c, _, _)| c.x.iter().copied()).collect();
-            let agreement = self.agreement(around, &rows, target_classes);
-            let score = |i: usize| self.score(query, x, &confirmed[i].0.x, agreement[i]);
-            let mut best: Vec<(f32, usize)> = Vec::new();
-            for i in 0..confirmed.len() {
-                let s = score(i);
-                match best.last_mut() {
-                    Some(last) if confirmed[last.1].0.leaf == confirmed[i].0.leaf => {
-                        if s < last.0 {
-                            *last = (s, i);
-                        }
-                    }
-                    _ => best.push((s, i)),
-                }
-            }
-            // Stable: equal scores keep path-cost order.
-            best.sort_by(|a, b| a.0.total_cmp(&b.0));
-            chosen.extend(best.into_iter().map(|(_, i)| (i, Some(agreement[i]))));
-        } else {
-            for (i, (c, _, _)) in confirmed.iter().enumerate() {
-                if chosen.last().is_none_or(|&(j, _)| confirmed[j].0.leaf != c.leaf) {
-                    chosen.push((i, None));
-                }
-            }
-        }
-        let mut slots: Vec<Option<(Candidate, usize, f32)>> = confirmed.into_iter().map(Some).collect();
+        // The leaves in the ranking's order, each by its best confirmed candidate. A score's
+        // first term, the move cost, bounds it from below: the agreement (a neighbour search)
+        // is only measured for candidates whose bound leaves the order open ([`Lazy`]).
+        let keys: Vec<NodeIdx> = confirmed.iter().map(|(c, _, _)| c.leaf).collect();
+        let lower: Vec<f32> = match around {
+            Some(_) => confirmed.iter().map(|(c, _, _)| (1.0 - lambda) * self.move_cost(query, x, &c.x)).collect(),
+            // In path-cost order: each leaf's first confirmed candidate.
+            None => vec![0.0; confirmed.len()],
+        };
+        let mut ranking = Lazy::new(&keys, lower);
+        let mut next = || match around {
+            Some(around) => ranking.next(|i| {
+                let agreement = self.agreement(around, &confirmed[i].0.x, target_classes)[0];
+                self.score(query, x, &confirmed[i].0.x, agreement)
+            }),
+            None => ranking.next(|_| 0.0),
+        };
         // Answers that change exactly the features an earlier answer changes (the same levers,
         // e.g. two nearby capital gains) wait until no answer with other levers is found among
         // the next leaves; they fill the slots that are left, in order.
         let mut same_levers: Vec<Counterfactual> = Vec::new();
         let mut tried = 0;
-        for (i, agreement) in chosen {
+        loop {
             let found = out.counterfactuals.len();
             // Enough answers with their own levers; or enough in all, and the look-ahead for
             // other levers is spent.
@@ -1270,15 +1261,14 @@ impl<'a> Explainer<'a> {
             {
                 break;
             }
-            let Some((c, class, p)) = slots[i].take() else { continue };
+            let Some((i, _)) = next() else { break };
+            let (c, class, p) = &confirmed[i];
+            let (class, p) = (*class, *p);
             tried += 1;
             let ask = Ask { x, query, target, targets: target_classes, around };
-            let (x_new, class, p) = self.refine(&ask, c.x, class, p)?;
+            let (x_new, class, p) = self.refine(&ask, c.x.clone(), class, p)?;
             // The reported agreement is the final point's, not the candidate's it came from.
-            let agreement = match (agreement, around) {
-                (Some(_), Some(around)) => Some(self.agreement(around, &x_new, target_classes)[0]),
-                _ => None,
-            };
+            let agreement = around.map(|around| self.agreement(around, &x_new, target_classes)[0]);
             // Two leaves may prune down to the same point: it is reported once.
             let seen = |cf: &Counterfactual| cf.encoded == x_new;
             if out.counterfactuals.iter().any(seen) || same_levers.iter().any(seen) {

@@ -22,6 +22,7 @@ pub mod onnx;
 pub mod profile;
 pub mod progress;
 pub mod quantize;
+pub mod ranking;
 pub mod results;
 pub mod rows;
 pub mod support;

@@ -11,7 +11,7 @@ use crate::encoder::{EncoderError, Mlp};
 use crate::graph::{Graph, GraphError};
 use crate::schema::{Query, Schema};
 use crate::search::{Search, SearchError, Target};
-use crate::tree::{NodeIdx, Tree, TreeError};
+use crate::tree::{Bounds, NodeIdx, Tree, TreeError};
 use core::fmt;
 use rand_core::Rng;
 
@@ -394,12 +394,14 @@ impl<const N: usize> Explainer<N> {
         // Clipped to the box, successive margins often give the same point: a point refused
         // once is refused again without asking the classifier.
         let mut last_refused = heapless::Vec::<f32, COLUMNS>::new();
+        // The leaf's box, once for every margin.
+        let bounds = Bounds::of(tree, leaf);
         for step in MARGIN_LADDER {
             let mut draw = base.clone();
             let q = Query { margin: query.margin * step, ..query.clone() };
             let mut cf = heapless::Vec::<f32, COLUMNS>::new();
             cf.resize(x.len(), 0.0).map_err(|_| ExplainError::Input)?;
-            let built = counterfactual::realize(schema, &q, tree, leaf, x, &mut draw, &mut cf);
+            let built = counterfactual::realize_in(schema, &q, tree, leaf, &bounds, x, &mut draw, &mut cf);
             *rng = draw;
             match built {
                 Ok(()) => any_built = true,

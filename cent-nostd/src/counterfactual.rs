@@ -101,18 +101,37 @@ pub fn realize<R: Rng + ?Sized, const F: usize, const C: usize>(
     rng: &mut R,
     out: &mut [f32],
 ) -> Result<(), CounterfactualError> {
+    realize_in(schema, query, tree, leaf, &Bounds::<C>::of(tree, leaf), x, rng, out)
+}
+
+/// [`realize`] with the leaf's box given: a caller that realizes one leaf several times (at
+/// several margins) derives it once with [`Bounds::of`]. Whatever `bounds` says, the result
+/// must still route to `leaf` and pass the re-check.
+///
+/// # Errors
+/// As [`realize`].
+#[allow(clippy::too_many_arguments)] // `realize`'s arguments and the box it would derive.
+pub fn realize_in<R: Rng + ?Sized, const F: usize, const C: usize>(
+    schema: &Schema<F, C>,
+    query: &Query<F, C>,
+    tree: &Tree<'_>,
+    leaf: NodeIdx,
+    bounds: &Bounds<C>,
+    x: &[f32],
+    rng: &mut R,
+    out: &mut [f32],
+) -> Result<(), CounterfactualError> {
     if x.len() != schema.columns() || out.len() != x.len() || tree.node(leaf).is_none() {
         return Err(CounterfactualError::Input);
     }
     out.copy_from_slice(x);
-    let bounds = Bounds::<C>::of(tree, leaf);
     for (j, f) in schema.features().iter().enumerate() {
         let no_value = CounterfactualError::NoValue { feature: j as u16 };
         match f.kind {
             Kind::Categorical => {
-                move_group(f, query.mutability[j], &query.transitions, &bounds, x, out).ok_or(no_value)?
+                move_group(f, query.mutability[j], &query.transitions, bounds, x, out).ok_or(no_value)?
             }
-            _ => move_scalar(f, query.margin, &bounds, x, rng, out).ok_or(no_value)?,
+            _ => move_scalar(f, query.margin, bounds, x, rng, out).ok_or(no_value)?,
         }
     }
     if tree.route(out).map_err(|_| CounterfactualError::Input)? != leaf {
@@ -320,6 +339,13 @@ mod tests {
         assert_eq!(out[1], 0.4, "features inside the box stay");
         realize(&s, &s.default_query(), &t, 1, &[0.9, 0.4], &mut rng(), &mut out).unwrap();
         assert!(out[0] <= 0.6 && out[0] >= 0.0);
+        // With the box given, the same draw gives the same point; a box that is not the leaf's
+        // cannot make a point outside the leaf count.
+        let mut given = [0.0; 2];
+        realize_in(&s, &s.default_query(), &t, 1, &Bounds::of(&t, 1), &[0.9, 0.4], &mut rng(), &mut given).unwrap();
+        assert_eq!(given, out);
+        let err = realize_in(&s, &s.default_query(), &t, 1, &Bounds::of(&t, 2), &[0.9, 0.4], &mut rng(), &mut given);
+        assert_eq!(err.unwrap_err(), CounterfactualError::OutsideLeaf);
     }
 
     #[test]

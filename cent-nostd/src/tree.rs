@@ -296,14 +296,27 @@ impl<const C: usize> Bounds<C> {
     /// The box of node `idx` (the whole space for the root or an unknown index).
     pub fn of(tree: &Tree<'_>, idx: NodeIdx) -> Self {
         let mut b = Self::default();
+        b.restrict_to(tree, idx);
+        b
+    }
+
+    /// Makes `self` the box of node `idx` ([`Bounds::of`]) in place: a caller that visits many
+    /// leaves keeps one box instead of building a new one per leaf.
+    pub fn set_to(&mut self, tree: &Tree<'_>, idx: NodeIdx) {
+        self.lo.fill(f32::NEG_INFINITY);
+        self.hi.fill(f32::INFINITY);
+        self.restrict_to(tree, idx);
+    }
+
+    /// Applies the splits on the path from the root to `idx`.
+    fn restrict_to(&mut self, tree: &Tree<'_>, idx: NodeIdx) {
         let mut child = idx;
         while let Some(p) = tree.parent(child) {
             if let Some(Node::Split { col, threshold, left, .. }) = tree.node(p) {
-                b.restrict(col as usize, threshold, child == left);
+                self.restrict(col as usize, threshold, child == left);
             }
             child = p;
         }
-        b
     }
 
     /// Applies one split: `left` keeps `v <= threshold`, otherwise `v > threshold`.
@@ -448,6 +461,18 @@ pub(crate) mod tests {
         assert_eq!(bounds.interval(1), (f32::NEG_INFINITY, 0.25));
         assert!(bounds.contains(&[0.6, 0.1]));
         assert!(!bounds.contains(&[0.5, 0.1]));
+    }
+
+    #[test]
+    fn test_bounds_set_to_forgets_the_previous_box() {
+        let b = small();
+        let t = Tree::new(&b, 2, 2).unwrap();
+        // One box walked through every node in both directions equals a fresh one each time.
+        let mut reused: Bounds = Bounds::default();
+        for idx in (0..t.len() as NodeIdx).chain((0..t.len() as NodeIdx).rev()) {
+            reused.set_to(&t, idx);
+            assert_eq!(reused, Bounds::of(&t, idx), "node {idx}");
+        }
     }
 
     #[test]
