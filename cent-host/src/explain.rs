@@ -217,7 +217,10 @@ pub struct Explainer<'a> {
     pool: Pool,
     /// The pool laid out by feature, for the encoded-space neighbours of candidates.
     nearby: Rows,
-    pool_rows: &'a [f32],
+    /// The pool rows, row-major, in the order of [`Pool::layout`] (a query's latent neighbours
+    /// lie in a few runs of it), and each row id's position there.
+    laid_out: Vec<f32>,
+    position: Vec<u32>,
     pool_labels: Vec<usize>,
     /// Values and combinations of values the pool rows hold.
     support: Support,
@@ -326,6 +329,14 @@ impl<'a> Explainer<'a> {
         let pool_labels = model.predict(pool_rows)?;
         let pool = Pool::new(&z, encoder.outputs(), &pool_labels, model.classes());
         let schema = encoding.to_core_schema();
+        let cols = schema.columns().max(1);
+        let layout = pool.layout(pool_rows.len() / cols);
+        let mut position = vec![0u32; layout.len()];
+        for (at, &id) in layout.iter().enumerate() {
+            position[id as usize] = at as u32;
+        }
+        let laid_out =
+            layout.iter().flat_map(|&id| &pool_rows[id as usize * cols..(id as usize + 1) * cols]).copied().collect();
         Ok(Explainer {
             encoding,
             nearby: Rows::new(&schema, pool_rows),
@@ -333,7 +344,8 @@ impl<'a> Explainer<'a> {
             model,
             encoder,
             pool,
-            pool_rows,
+            laid_out,
+            position,
             pool_labels,
             support: Support::new(encoding, pool_rows),
             config,
@@ -1009,8 +1021,8 @@ impl<'a> Explainer<'a> {
         let cols = self.schema.columns();
         let mut rows = Vec::with_capacity(ids.len() * cols);
         for &id in ids {
-            let id = id as usize;
-            rows.extend_from_slice(&self.pool_rows[id * cols..(id + 1) * cols]);
+            let at = self.position[id as usize] as usize;
+            rows.extend_from_slice(&self.laid_out[at * cols..(at + 1) * cols]);
         }
         for row in rows.chunks_exact_mut(cols) {
             apply_projection(steps, row);

@@ -146,6 +146,23 @@ impl Pool {
         self.latent
     }
 
+    /// Every row id below `rows`, class by class and leaf by leaf, so that rows near each other
+    /// in the latent space come together, then the rows of no class in id order: an order to
+    /// lay the pool out in, for reading a query's neighbours from a few places instead of
+    /// thousands.
+    pub fn layout(&self, rows: usize) -> Vec<u32> {
+        let mut order: Vec<u32> = Vec::with_capacity(rows);
+        let mut placed = vec![false; rows];
+        for id in self.classes.iter().flat_map(|c| c.ids.iter().copied()).filter(|&id| id != NONE) {
+            if let Some(p) = placed.get_mut(id as usize).filter(|p| !**p) {
+                *p = true;
+                order.push(id);
+            }
+        }
+        order.extend((0..rows as u32).filter(|&id| !placed[id as usize]));
+        order
+    }
+
     /// Pool rows of one class.
     pub fn class_size(&self, class: usize) -> usize {
         self.classes.get(class).map_or(0, |c| c.size)
@@ -341,6 +358,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn test_layout_is_every_row_once_with_leaves_together() {
+        // Four clusters, labels that leave a row outside every class (label 3 of 2 classes).
+        let n = 1000;
+        let z: Vec<f32> = (0..n).map(|i| (i % 4) as f32 * 100.0 + (i / 4) as f32 * 0.01).collect();
+        let labels: Vec<usize> = (0..n).map(|i| if i == 7 { 3 } else { usize::from(i % 8 == 0) }).collect();
+        let pool = Pool::new(&z, 1, &labels, 2);
+        let layout = pool.layout(n);
+        let mut sorted = layout.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>());
+        assert_eq!(layout.last(), Some(&7), "the row of no class comes last");
+        // Class by class: every class-1 row before every class-0 row or after, not mixed.
+        let class_at: Vec<usize> = layout.iter().take(n - 1).map(|&id| labels[id as usize]).collect();
+        assert_eq!(class_at.windows(2).filter(|w| w[0] != w[1]).count(), 1);
+        // Rows near each other come together: in id order the cluster changes at every row; laid
+        // out, only where a leaf ends or holds the edge of a cluster (at most two per leaf).
+        let cluster: Vec<u32> = layout.iter().take(n - 1).map(|&id| id % 4).collect();
+        let changes = cluster.windows(2).filter(|w| w[0] != w[1]).count();
+        let leaves = pool.classes.iter().map(|c| c.leaves.len()).sum::<usize>();
+        assert!(changes <= 2 * leaves && leaves < 16, "{changes} changes over {leaves} leaves");
     }
 
     #[test]
