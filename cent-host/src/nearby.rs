@@ -187,7 +187,7 @@ impl Rows {
 
 /// Width of a band of squared distance from `x` ([`Around`] visits rows band by band).
 const BAND: f32 = 0.25;
-/// Bands at most; the last holds every row farther out.
+/// Bands at most (they fit a `u8`); the last holds every row farther out.
 const BANDS: usize = 64;
 
 /// The squared distances from one point `x` to every row, for the points near it, and the
@@ -230,22 +230,24 @@ impl<'r> Around<'r> {
         for j in 0..rows.features.len() {
             rows.add(j, x, 1.0, &mut dist);
         }
-        let band = |d: f32| ((d / BAND) as usize).min(BANDS - 1);
+        // Each row's band once; the rows placed band by band with their distances.
+        let bands: Vec<u8> = dist.iter().map(|&d| (d * (1.0 / BAND)).min((BANDS - 1) as f32) as u8).collect();
         let mut starts = vec![0usize; BANDS + 1];
-        for &d in &dist {
-            starts[band(d) + 1] += 1;
+        for &b in &bands {
+            starts[usize::from(b) + 1] += 1;
         }
         for b in 0..BANDS {
             starts[b + 1] += starts[b];
         }
         let mut next = starts.clone();
         let mut order = vec![0u32; rows.n];
-        for (i, &d) in dist.iter().enumerate() {
-            let b = band(d);
-            order[next[b]] = i as u32;
-            next[b] += 1;
+        let mut base = vec![0.0f32; rows.n];
+        for (i, (&b, &d)) in bands.iter().zip(&dist).enumerate() {
+            let at = &mut next[usize::from(b)];
+            order[*at] = i as u32;
+            base[*at] = d;
+            *at += 1;
         }
-        let base = order.iter().map(|&i| dist[i as usize]).collect();
         let sorted = (0..rows.features.len()).map(|_| OnceCell::new()).collect();
         Around { rows, x: x.to_vec(), order, starts, base, sorted, seen: RefCell::default() }
     }
