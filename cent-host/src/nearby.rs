@@ -13,7 +13,7 @@
 
 use crate::profile::Schema;
 use cent_nostd::schema::Kind;
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// The pool by feature: what [`Around`] reads.
@@ -203,9 +203,10 @@ pub struct Around<'r> {
     starts: Vec<usize>,
     /// The squared distance from `x` of each row of `order`.
     base: Vec<f32>,
-    /// Per feature, its values in the order of `order`, laid out on first use (the few
-    /// features the points of one query change are read many times).
-    sorted: Vec<OnceCell<Sorted>>,
+    /// Per feature, its values in the order of `order`, laid out on demand as far as the
+    /// searches have come (the few features the points of one query change are read many
+    /// times, and only in the nearest bands).
+    sorted: Vec<RefCell<Sorted>>,
     /// The answers given so far, by point and `k`: the explainer judges some points more than
     /// once (a candidate, then the same point as the start of its pruning).
     seen: RefCell<Memo>,
@@ -214,7 +215,7 @@ pub struct Around<'r> {
 /// Row ids by (a point's bits, `k`).
 type Memo = HashMap<(Vec<u32>, usize), Vec<u32>>;
 
-/// One feature's values in band order.
+/// One feature's values in band order, as far as they are laid out.
 #[derive(Debug, Clone)]
 enum Sorted {
     Number(Vec<f32>),
@@ -248,16 +249,38 @@ impl<'r> Around<'r> {
             base[*at] = d;
             *at += 1;
         }
-        let sorted = (0..rows.features.len()).map(|_| OnceCell::new()).collect();
+        let sorted = rows
+            .features
+            .iter()
+            .map(|c| {
+                RefCell::new(match c {
+                    Column::Number { .. } => Sorted::Number(Vec::new()),
+                    Column::Codes { .. } => Sorted::Codes(Vec::new()),
+                    Column::Columns { .. } => Sorted::Unsorted,
+                })
+            })
+            .collect();
         Around { rows, x: x.to_vec(), order, starts, base, sorted, seen: RefCell::default() }
     }
 
-    fn sorted(&self, j: usize) -> &Sorted {
-        self.sorted[j].get_or_init(|| match &self.rows.features[j] {
-            Column::Number { values, .. } => Sorted::Number(self.order.iter().map(|&i| values[i as usize]).collect()),
-            Column::Codes { codes, .. } => Sorted::Codes(self.order.iter().map(|&i| codes[i as usize]).collect()),
-            Column::Columns { .. } => Sorted::Unsorted,
-        })
+    /// Feature `j`'s values in band order, laid out at least for the first `upto` rows of
+    /// `order` (at least doubling what is there, so that a search going band by band lays
+    /// each row out once).
+    fn sorted(&self, j: usize, upto: usize) -> std::cell::Ref<'_, Sorted> {
+        {
+            let mut sorted = self.sorted[j].borrow_mut();
+            let ids = |have: usize| &self.order[have..upto.max(2 * have).min(self.order.len())];
+            match (&mut *sorted, &self.rows.features[j]) {
+                (Sorted::Number(laid), Column::Number { values, .. }) if laid.len() < upto => {
+                    laid.extend(ids(laid.len()).iter().map(|&i| values[i as usize]));
+                }
+                (Sorted::Codes(laid), Column::Codes { codes, .. }) if laid.len() < upto => {
+                    laid.extend(ids(laid.len()).iter().map(|&i| codes[i as usize]));
+                }
+                _ => {}
+            }
+        }
+        self.sorted[j].borrow()
     }
 
     /// The ids of the `k` rows nearest to `point` (squared Euclidean distance over the encoded
@@ -305,7 +328,7 @@ impl<'r> Around<'r> {
             delta.extend_from_slice(&self.base[band.clone()]);
             for &j in &changed {
                 let cols = self.rows.columns(j);
-                match (self.sorted(j), code(&self.x[cols.clone()]), code(&point[cols])) {
+                match (&*self.sorted(j, band.end), code(&self.x[cols.clone()]), code(&point[cols])) {
                     (Sorted::Number(values), _, _) => {
                         // (p - v)² - (a - v)², as one product.
                         let col = self.rows.columns(j).start;
