@@ -675,10 +675,11 @@ impl<'a> Explainer<'a> {
                     (1.0 - lambda) * cost + lambda * PLAUSIBILITY_WEIGHT * (1.0 - agreement)
                 };
                 let base = score(self.move_cost(query, x, &row), self.agreement(around, &row, target_classes)[0]);
-                let rows: Vec<f32> =
-                    accepted.iter().flat_map(|a| batch[a.1 * n..(a.1 + 1) * n].iter().copied()).collect();
-                let agreement = self.agreement(around, &rows, target_classes);
-                for (a, &g) in accepted.iter_mut().zip(&agreement) {
+                // Only a point that can score below `row` is judged among people: the move cost
+                // alone bounds its score from below.
+                accepted.retain(|a| score(a.0, 1.0) < base);
+                for a in accepted.iter_mut() {
+                    let g = self.agreement(around, &batch[a.1 * n..(a.1 + 1) * n], target_classes)[0];
                     a.0 = score(a.0, g);
                 }
                 accepted.retain(|a| a.0 < base);
@@ -850,11 +851,15 @@ impl<'a> Explainer<'a> {
                 self.data_supported(x, cand).then_some((i, c, pc))
             })
             .collect();
-        let rows: Vec<f32> = confirmed.iter().flat_map(|k| batch[k.0 * n..(k.0 + 1) * n].iter().copied()).collect();
-        let agreement = self.agreement(around, &rows, target_classes);
         let mut best = (self.score(query, x, &row, self.agreement(around, &row, target_classes)[0]), None);
-        for (k, g) in confirmed.iter().zip(agreement) {
-            let s = self.score(query, x, &batch[k.0 * n..(k.0 + 1) * n], g);
+        for k in &confirmed {
+            let cand = &batch[k.0 * n..(k.0 + 1) * n];
+            // The move cost alone bounds the score from below: a point that cannot beat the
+            // best so far is not judged among people.
+            if self.score(query, x, cand, 1.0) >= best.0 {
+                continue;
+            }
+            let s = self.score(query, x, cand, self.agreement(around, cand, target_classes)[0]);
             if s < best.0 {
                 best = (s, Some(*k));
             }
