@@ -67,7 +67,7 @@ impl Default for Config {
             holdout: 0.2,
             seed: 7,
             widen: 1,
-            plausibility: 0.5,
+            plausibility: 0.6,
             min_probability: 0.6,
         }
     }
@@ -259,7 +259,7 @@ struct Fitted {
 /// latent space to those who have it, is a small step in the encoded one), and measured with
 /// the same models, ranking by the encoded neighbourhood gave yNN 0.69 where the latent one
 /// gave 0.58 on Adult.
-pub const AGREEMENT_K: usize = 10;
+pub const AGREEMENT_K: usize = 5;
 
 /// How much a wholly implausible point (agreement 0) weighs against the move's cost at
 /// plausibility 1/2: as much as changing this many more features.

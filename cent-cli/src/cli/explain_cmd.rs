@@ -61,7 +61,7 @@ pub struct RecourseArgs {
     /// Weight of plausibility against the size of the move, 0 to 1. At 0 a region of the target
     /// class becomes the point just inside its boundary; above 0 the point may also be taken
     /// towards (or onto) the values of the region's nearest person of the target class, and
-    /// points whose 10 nearest people in the data the model mostly gives the target class are
+    /// points whose 5 nearest people in the data the model mostly gives the target class are
     /// preferred.
     #[arg(long, default_value_t = Config::default().plausibility, value_parser = super::unit_interval)]
     pub plausibility: f32,

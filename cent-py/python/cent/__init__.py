@@ -172,7 +172,7 @@ class Explainer:
         k: int = 1000,
         max_search: int = 50,
         widen: int = 1,
-        plausibility: float = 0.5,
+        plausibility: float = 0.6,
     ) -> None:
         if dataset is not None and schema is not None:
             raise CentError("give either dataset or schema, not both")
