@@ -433,8 +433,10 @@ impl<'a> Explainer<'a> {
     /// The last resort when no contrast leaf gives a confirmed point: pool points of a target
     /// class nearest to `x` in the latent space ([`FALLBACK_FIRST`], then [`FALLBACK_WIDER`]
     /// times as many, then all of them, while none of those is confirmed), projected onto what
-    /// the query can reach and confirmed by the model; the [`FALLBACK_TRIED`] cheapest are pruned ([`Explainer::prune`]) and the cheapest
-    /// result is returned. `None` means no point of the pool can be reached.
+    /// the query can reach and confirmed by the model; the [`FALLBACK_TRIED`] cheapest are
+    /// refined ([`Explainer::refine`]) and the best result by the ranking's objective
+    /// ([`Explainer::score`]; the move cost without plausibility) is returned. `None` means no
+    /// point of the pool can be reached.
     fn nearest_feasible(
         &self,
         x: &[f32],
@@ -484,7 +486,7 @@ impl<'a> Explainer<'a> {
             }
         }
         found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut best: Option<(f32, Vec<f32>, usize, f32)> = None;
+        let mut best: Option<(f32, Vec<f32>, usize, f32, Option<f32>)> = None;
         let mut tried = 0;
         for &(_, i) in found.iter().take(FALLBACK_ATTEMPTS) {
             if tried == FALLBACK_TRIED {
@@ -500,18 +502,26 @@ impl<'a> Explainer<'a> {
             tried += 1;
             let ask = Ask { x, query, target, targets: target_classes, around };
             let (row, class, p) = self.refine(&ask, row, class, p)?;
-            let cost = self.move_cost(query, x, &row);
-            if best.as_ref().is_none_or(|b| cost < b.0) {
-                best = Some((cost, row, class, p));
+            // The ranking's objective when plausibility is judged, as for a contrast leaf's
+            // answers; the move cost otherwise.
+            let agreement = around
+                .filter(|_| self.config.plausibility > 0.0)
+                .map(|around| self.agreement(around, &row, target_classes)[0]);
+            let rank = match agreement {
+                Some(g) => self.score(query, x, &row, g),
+                None => self.move_cost(query, x, &row),
+            };
+            if best.as_ref().is_none_or(|b| rank < b.0) {
+                best = Some((rank, row, class, p, agreement));
             }
         }
-        Ok(best.map(|(cost, row, class, p)| Counterfactual {
+        Ok(best.map(|(_, row, class, p, agreement)| Counterfactual {
             rank: 1,
             class: ClassOut { index: class, name: self.class_name(class), probability: p },
-            cost: f64::from(cost),
+            cost: f64::from(self.move_cost(query, x, &row)),
             l0: counterfactual::changed_features(&self.schema, x, &row).count(),
             realization: Realization::Nearest,
-            agreement: None,
+            agreement,
             rules: Vec::new(),
             changes: self.changes(x, &row),
             encoded: row,

@@ -186,7 +186,8 @@ fn test_nothing_mutable_means_no_feasible_target_point() {
 }
 
 /// With a neighbourhood too small to confirm a leaf, the last resort answers: a reachable
-/// target-class point, pared down, that flips the model with the required probability.
+/// target-class point, pared down, that flips the model with the required probability, judged
+/// among people by the plausibility ranking.
 #[test]
 fn test_the_last_resort_answers_flip_and_keep_the_constraints() {
     let a = adult();
@@ -200,6 +201,8 @@ fn test_the_last_resort_answers_flip_and_keep_the_constraints() {
         for cf in e.counterfactuals.iter().filter(|cf| cf.realization == Realization::Nearest) {
             last_resort += 1;
             assert!(cf.rules.is_empty(), "row {row}: the last resort has no region");
+            // Ranked as a contrast leaf's answers are: judged among the people near it.
+            assert!(cf.agreement.is_some_and(|g| (0.0..=1.0).contains(&g)), "row {row}: {:?}", cf.agreement);
             let p = a.model.probabilities(&cf.encoded).unwrap();
             assert_ne!(cf.class.index, e.fact.index);
             assert!(p[cf.class.index] >= config.min_probability, "row {row}");
