@@ -486,7 +486,8 @@ impl<'a> Explainer<'a> {
             }
         }
         found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut best: Option<(f32, Vec<f32>, usize, f32, Option<f32>)> = None;
+        // (objective, answer, agreement)
+        let mut best: Option<(f32, Point, Option<f32>)> = None;
         let mut tried = 0;
         for &(_, i) in found.iter().take(FALLBACK_ATTEMPTS) {
             if tried == FALLBACK_TRIED {
@@ -512,10 +513,10 @@ impl<'a> Explainer<'a> {
                 None => self.move_cost(query, x, &row),
             };
             if best.as_ref().is_none_or(|b| rank < b.0) {
-                best = Some((rank, row, class, p, agreement));
+                best = Some((rank, (row, class, p), agreement));
             }
         }
-        Ok(best.map(|(_, row, class, p, agreement)| Counterfactual {
+        Ok(best.map(|(_, (row, class, p), agreement)| Counterfactual {
             rank: 1,
             class: ClassOut { index: class, name: self.class_name(class), probability: p },
             cost: f64::from(self.move_cost(query, x, &row)),
