@@ -38,7 +38,7 @@ pub struct EvaluateArgs {
     /// CEnt's plausibility settings (each in 0..=1) to run on the same factuals, comma-separated,
     /// or `none`. Each pair's summaries go into the JSON (`sweep`), and with --out a plot of
     /// mean l0 against yNN, CEnt's sweep next to the baselines, into
-    /// `plots/pareto-<dataset>-<model>.svg` [default: 0,0.25,0.5,0.75,1].
+    /// `plots/pareto-<dataset>-<model>.svg` [default: 0,0.25,0.5,0.6,0.75,1].
     /// Example: --sweep 0,0.5,1
     #[arg(long, value_parser = parse_sweep, verbatim_doc_comment)]
     pub sweep: Option<Sweep>,

@@ -73,7 +73,7 @@ pub fn missed_goals(s: &Summary, dataset: &str, model: &str, dominated: &[Method
         missed.push("constraint violations".to_string());
     }
     if s.redundancy > 0.2 {
-        missed.push(format!("redundancy {:.2} > 0.2", s.redundancy));
+        missed.push(format!("redundancy {} > 0.2", near(s.redundancy, 0.2)));
     }
     if let (Some(f), Some(p)) = (s.fidelity, paper_value(dataset, model))
         && f < p
@@ -81,13 +81,13 @@ pub fn missed_goals(s: &Summary, dataset: &str, model: &str, dominated: &[Method
         missed.push(format!("fidelity {f:.3} < paper {p:.3}"));
     }
     if s.ynn < 0.8 {
-        missed.push(format!("yNN {:.2} < 0.8", s.ynn));
+        missed.push(format!("yNN {} < 0.8", near(s.ynn, 0.8)));
     }
     if s.found > 0 && s.target_probability_median < 0.6 {
-        missed.push(format!("p(target) median {:.2} < 0.6", s.target_probability_median));
+        missed.push(format!("p(target) median {} < 0.6", near(s.target_probability_median, 0.6)));
     }
     if s.l0 > 2.0 {
-        missed.push(format!("l0 {:.2} > 2", s.l0));
+        missed.push(format!("l0 {} > 2", near(s.l0, 2.0)));
     }
     if s.unseen_value_share > 0.0 {
         missed.push(format!("unseen values {:.2}", s.unseen_value_share));
@@ -99,6 +99,13 @@ pub fn missed_goals(s: &Summary, dataset: &str, model: &str, dominated: &[Method
         missed.push(format!("dominated by {}", names(dominated)));
     }
     missed
+}
+
+/// `value` to two decimals, or to three when two would show the `goal` it misses (0.203 is
+/// not printed as "0.20 > 0.2").
+fn near(value: f64, goal: f64) -> String {
+    let two = format!("{value:.2}");
+    if two.parse::<f64>().is_ok_and(|v| (v - goal).abs() < 1e-9) { format!("{value:.3}") } else { two }
 }
 
 /// Method names joined by ", ", or "–" for none.
@@ -390,6 +397,10 @@ mod tests {
         assert_eq!(missed, vec!["fidelity 0.900 < paper 0.957".to_string(), "yNN 0.50 < 0.8".to_string()]);
         let missed = missed_goals(&s, "adult", "lr", &[MethodKind::Face, MethodKind::Nun]);
         assert_eq!(missed.last().map(String::as_str), Some("dominated by face, nun"));
+        // A value that two decimals would round onto its goal is shown with three.
+        (s.fidelity, s.ynn, s.redundancy, s.l0) = (None, 0.798, 12.0 / 59.0, 2.05);
+        let missed = missed_goals(&s, "adult", "lr", &[]);
+        assert_eq!(missed, vec!["redundancy 0.203 > 0.2", "yNN 0.798 < 0.8", "l0 2.05 > 2"]);
     }
 
     #[test]
