@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's one check script: humans and CI run the same thing.
-#   fmt check, clippy -D warnings, every test (unit, property, integration, doc), the no_std
-#   core and its C API for Cortex-M4F, the firmware under QEMU, and the C API from C (host and
-#   Cortex-M4F under QEMU).
+#   fmt check, clippy -D warnings, rustdoc -D warnings, every test (unit, property,
+#   integration, doc), the no_std core and its C API for Cortex-M4F, the firmware under QEMU,
+#   and the C API from C (host and Cortex-M4F under QEMU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,9 @@ cargo fmt --all -- --check
 
 step "clippy (host workspace)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "rustdoc (every public item's links resolve)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
 step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p cent-nostd --target thumbv7em-none-eabihf --locked

@@ -268,7 +268,7 @@ pub const AGREEMENT_K: usize = 5;
 pub const PLAUSIBILITY_WEIGHT: f32 = 4.0;
 
 /// Pool points of a target class the last resort looks at first
-/// ([`Explainer::nearest_feasible`]); when none of them is confirmed it looks at
+/// (`Explainer::nearest_feasible`); when none of them is confirmed it looks at
 /// [`FALLBACK_WIDER`] times as many, then at all of them, so that "no feasible target point" is
 /// a fact about the pool.
 pub const FALLBACK_FIRST: usize = 256;
@@ -1395,7 +1395,7 @@ impl<'a> Explainer<'a> {
     }
 
     /// The leaf's region as rules in decoded units, one per restricted feature that `x_new`
-    /// meets (a change set back by [`Explainer::prune`] leaves its rule unmet: it is left out).
+    /// meets (a change set back by pruning leaves its rule unmet: it is left out).
     pub fn rules(&self, tree: &Tree<'_>, leaf: NodeIdx, x_new: &[f32]) -> Vec<String> {
         let b = Bounds::of(tree, leaf);
         let names = self.encoding.attributes();

@@ -192,7 +192,7 @@ const BANDS: usize = 64;
 
 /// The squared distances from one point `x` to every row, for the points near it, and the
 /// rows in bands of that distance: a point that differs from `x` in a few features is nearer
-/// to a row than `x` by at most what those features can give ([`Rows::most_gained`]), so its
+/// to a row than `x` by at most what those features can give (`Rows::most_gained`), so its
 /// search stops at the first band beyond its `k`-th distance plus that.
 #[derive(Debug, Clone)]
 pub struct Around<'r> {

@@ -2,7 +2,7 @@
 //! contrast class(es), in the VAE's mean space (design §3.3).
 //!
 //! The pool (training split) is encoded and labelled by the black box once. Each class's points
-//! are split, once, into leaves of at most [`LEAF`] points by repeated median cuts along the
+//! are split, once, into leaves of at most `LEAF` points by repeated median cuts along the
 //! widest dimension (the buckets of a k-d tree), each leaf with its bounding box. A query ranks
 //! the leaves by the distance to their boxes (a lower bound on every point inside) and visits
 //! them nearest first: once `k` points are in hand, the `k`-th distance is a cut, and the visit

