@@ -45,8 +45,10 @@ pub enum QuantizeError {
     CalibrationValue { row: usize },
     #[error("layer {layer} gives non-finite outputs on the calibration rows")]
     NonFiniteActivation { layer: usize },
-    #[error("layer {layer} output {output}: bias {bias} does not fit int32 at scale {scale:e}")]
-    BiasRange { layer: usize, output: usize, bias: f32, scale: f64 },
+    /// The channel's weights are tiny next to its bias: the bias in accumulator steps
+    /// (input scale times weight scale) exceeds what the width stores, `limit`.
+    #[error("layer {layer} output {output}: bias {bias} does not fit {limit} at scale {scale:e}")]
+    BiasRange { layer: usize, output: usize, bias: f32, scale: f64, limit: &'static str },
     #[error("layer {layer} output {output}: requantization multiplier: {source}")]
     Multiplier { layer: usize, output: usize, source: QuantError },
     #[error("quantized mlp rejected by the device encoder: {0}")]
@@ -294,6 +296,10 @@ fn quantize_layer(
             output,
             bias,
             scale: acc_scale,
+            limit: match width {
+                WeightWidth::I8 => "int32 (int8 weights; with int16 weights the bias is int64)",
+                WeightWidth::I16 => "int64 (up to 2^53)",
+            },
         })?;
         match width {
             WeightWidth::I8 => q.bias.extend((bias_q as i32).to_le_bytes()),
@@ -554,6 +560,11 @@ mod tests {
         let err = quantize_mlp(&huge_bias, &[1.0, 1.0], WeightWidth::I8).unwrap_err();
         assert!(matches!(err, QuantizeError::BiasRange { layer: 0, output: 0, .. }), "{err}");
         assert!(err.to_string().starts_with("layer 0 output 0: bias 1000000 does not fit int32"), "{err}");
+        // With int16 weights the same bias fits (about 1e15 steps of 1e-9); 1e8 does not.
+        assert!(quantize_mlp(&huge_bias, &[1.0, 1.0], WeightWidth::I16).is_ok());
+        let huger = layers::Mlp { layers: vec![dense(2, 1, vec![1.0, 1.0], vec![1e8], Activation::Identity)] };
+        let err = quantize_mlp(&huger, &[1.0, 1.0], WeightWidth::I16).unwrap_err();
+        assert!(err.to_string().contains("does not fit int64 (up to 2^53)"), "{err}");
     }
 
     #[test]
