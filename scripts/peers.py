@@ -184,7 +184,10 @@ python3 scripts/peers.py --model mlp --out /tmp/peers-res --section docs/results
 def write_section(args):
     """Replaces (or appends) the harness section of `args.section` with a fresh table."""
     names = sorted(os.listdir(args.out))
-    runs = [os.path.join(args.out, n) for n in names if n.startswith("dice-") and n.endswith(".json")]
+    # DiCE's own runs; the harness's `run_all.sh` also leaves each one re-scored through
+    # `score_csv.py` (`*.rescored.json`, the same numbers), which would repeat its row.
+    runs = [os.path.join(args.out, n) for n in names
+            if n.startswith("dice-") and n.endswith(".json") and not n.endswith(".rescored.json")]
     runs += [os.path.join(args.out, n) for n in names if n.startswith("cent-") and n.endswith(".scored.json")]
     table = subprocess.run([args.python, "table.py", *[os.path.abspath(r) for r in runs]], cwd=args.harness,
                            check=True, capture_output=True, text=True).stdout

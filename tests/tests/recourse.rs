@@ -211,3 +211,86 @@ fn test_the_last_resort_answers_flip_and_keep_the_constraints() {
     }
     assert!(last_resort > 0, "no query needed the last resort");
 }
+
+/// The ranking's objective as the explainer defines it (`(1 − w) · move cost + w ·
+/// PLAUSIBILITY_WEIGHT · (1 − agreement)`), recomputed here from the query's costs.
+fn objective(
+    schema: &cent_host::profile::Schema,
+    query: &cent_host::profile::Query,
+    x: &[f32],
+    cf: &[f32],
+    w: f32,
+    agreement: f32,
+) -> f32 {
+    let mut cost = 0.0;
+    for (j, f) in schema.features().iter().enumerate() {
+        let cols = f.columns();
+        if x[cols.clone()] == cf[cols.clone()] {
+            continue;
+        }
+        let distance = if f.kind == Kind::Categorical { 1.0 } else { (cf[cols.start] - x[cols.start]).abs() };
+        cost += query.cost[j] * distance + query.l0;
+    }
+    (1.0 - w) * cost + w * cent_host::explain::PLAUSIBILITY_WEIGHT * (1.0 - agreement)
+}
+
+/// A person of the target class takes first place from a region's answer (whose nearest people
+/// did not all agree) only when it scores better by the ranking's objective and keeps no more
+/// changes the decision does not need; it flips with the required probability and keeps the
+/// constraints. With plausibility 0 no person competes.
+#[test]
+fn test_people_take_first_place_only_when_they_score_better_with_no_more_needless_changes() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let query = schema.default_query();
+    let config = Config::default();
+    let support = Support::new(enc, &a.prepared.train.data);
+    // Changes each of which can be set back alone with the decision kept and no link broken.
+    let needless = |x: &[f32], cf: &[f32], fact: usize| {
+        let changed: Vec<_> = schema.features().iter().filter(|f| x[f.columns()] != cf[f.columns()]).collect();
+        if changed.len() < 2 {
+            return 0;
+        }
+        changed
+            .iter()
+            .filter(|f| {
+                let mut back = cf.to_vec();
+                back[f.columns()].copy_from_slice(&x[f.columns()]);
+                a.model.classify(&back)[0] != fact && support.broken(x, &back) == 0
+            })
+            .count()
+    };
+    let mut won = 0;
+    for (row, e) in answers(config, 60) {
+        let [first, second, ..] = &e.counterfactuals[..] else { continue };
+        if e.tree_nodes == 0 || first.realization != Realization::Nearest {
+            continue;
+        }
+        won += 1;
+        let x = a.prepared.test.row(row);
+        let p = a.model.probabilities(&first.encoded).unwrap();
+        assert_ne!(first.class.index, e.fact.index, "row {row}");
+        assert!(p[first.class.index] >= config.min_probability, "row {row}");
+        assert!(counterfactual::check(&schema, &query, x, &first.encoded).is_ok(), "row {row}");
+        assert!(first.rules.is_empty(), "row {row}: a person has no region");
+        assert_ne!(second.realization, Realization::Nearest, "row {row}: the region's answer follows");
+        let (g1, g2) = (first.agreement.unwrap(), second.agreement.unwrap());
+        assert!(g2 < 1.0, "row {row}: the region's nearest people all agreed");
+        let w = config.plausibility;
+        assert!(
+            objective(&schema, &query, x, &first.encoded, w, g1)
+                < objective(&schema, &query, x, &second.encoded, w, g2),
+            "row {row}: the person does not score better"
+        );
+        assert!(
+            needless(x, &first.encoded, e.fact.index) <= needless(x, &second.encoded, e.fact.index),
+            "row {row}: the person keeps more needless changes"
+        );
+    }
+    assert!(won > 0, "no person took first place in 60 rows");
+    for (row, e) in answers(Config { plausibility: 0.0, ..config }, 30) {
+        let from_people = e.tree_nodes > 0 && e.counterfactuals.iter().any(|cf| cf.realization == Realization::Nearest);
+        assert!(!from_people, "row {row}: a person competed at plausibility 0");
+    }
+}
