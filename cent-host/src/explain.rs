@@ -654,18 +654,29 @@ impl<'a> Explainer<'a> {
                 batch[start + cols.start..start + cols.end].copy_from_slice(&x[cols]);
             }
             let proba = self.model.probabilities(&batch)?;
-            let mut best: Option<(usize, usize, f32)> = None;
-            for (i, q) in proba.chunks_exact(classes).enumerate() {
-                let cand = &batch[i * row.len()..(i + 1) * row.len()];
-                if let Some((c, pc)) = self.accepts(x, query, target, cand, q)
-                    && best.is_none_or(|b| pc > b.2)
-                    && self.data_supported(x, cand)
-                {
-                    best = Some((i, c, pc));
-                }
-            }
-            let Some((i, c, q)) = best else { return Ok((row, class, p)) };
+            // The set-back with the highest probability of a target class that passes every
+            // test (ties to the first): the model's verdict first, then the constraint and data
+            // checks in that order, so that a wide row is checked about once a round, not once
+            // per changed feature.
             let n = row.len();
+            let mut order: Vec<(usize, f32)> = proba
+                .chunks_exact(classes)
+                .enumerate()
+                .filter(|(_, q)| {
+                    let c = argmax(q);
+                    target.matches(c as u8) && q[c] >= self.config.min_probability
+                })
+                .map(|(i, q)| (i, q[argmax(q)]))
+                .collect();
+            order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let best = order.into_iter().find_map(|(i, _)| {
+                let cand = &batch[i * n..(i + 1) * n];
+                let q = &proba[i * classes..(i + 1) * classes];
+                self.accepts(x, query, target, cand, q)
+                    .filter(|_| self.data_supported(x, cand))
+                    .map(|(c, pc)| (i, c, pc))
+            });
+            let Some((i, c, q)) = best else { return Ok((row, class, p)) };
             row.copy_from_slice(&batch[i * n..(i + 1) * n]);
             (class, p) = (c, q);
         }
