@@ -46,7 +46,9 @@ pub struct Config {
     pub widen: u8,
     /// Weight of plausibility against path cost when a contrast leaf becomes a point, in
     /// `0..=1`: 0 keeps only the point just inside the leaf's boundary; higher values also try
-    /// points drawn towards the leaf's own target-class neighbours and prefer those.
+    /// points drawn towards the leaf's own target-class neighbours and prefer those, and let the
+    /// nearest reachable people of a target class compete with the best leaf's answer when its
+    /// nearest people do not all agree with it ([`Realization::Nearest`]).
     pub plausibility: f32,
     /// The model's probability of the target class a counterfactual needs to count, in
     /// `0..=1`; the target class must also be the model's decision, so a value at or below

@@ -62,7 +62,9 @@ pub struct RecourseArgs {
     /// class becomes the point just inside its boundary; above 0 the point may also be taken
     /// towards (or onto) the values of the region's nearest person of the target class, and
     /// points whose 5 nearest people in the data the model mostly gives the target class are
-    /// preferred.
+    /// preferred; when those people do not all agree with the best region's answer, the nearest
+    /// reachable people of the target class (pared down, with no more needless changes) may take
+    /// first place.
     #[arg(long, default_value_t = Config::default().plausibility, value_parser = super::unit_interval)]
     pub plausibility: f32,
     /// The model's probability of the target class a counterfactual needs, 0 to 1 (a point just
