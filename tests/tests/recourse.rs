@@ -26,6 +26,13 @@ fn answers(config: Config, rows: usize) -> Vec<(usize, Explanation)> {
         .collect()
 }
 
+/// `cf` with the columns `cols` set back to `x`'s values.
+fn set_back(cf: &[f32], x: &[f32], cols: std::ops::Range<usize>) -> Vec<f32> {
+    let mut back = cf.to_vec();
+    back[cols.clone()].copy_from_slice(&x[cols]);
+    back
+}
+
 #[test]
 fn test_every_counterfactual_has_the_minimum_probability_the_model_confirms() {
     let a = adult();
@@ -105,8 +112,7 @@ fn test_no_reported_change_can_be_set_back() {
                 if x[cols.clone()] == cf.encoded[cols.clone()] {
                     continue;
                 }
-                let mut back = cf.encoded.clone();
-                back[cols.clone()].copy_from_slice(&x[cols]);
+                let back = set_back(&cf.encoded, x, cols);
                 if back == x {
                     continue;
                 }
@@ -255,8 +261,7 @@ fn test_people_take_first_place_only_when_they_score_better_with_no_more_needles
         changed
             .iter()
             .filter(|f| {
-                let mut back = cf.to_vec();
-                back[f.columns()].copy_from_slice(&x[f.columns()]);
+                let back = set_back(cf, x, f.columns());
                 a.model.classify(&back)[0] != fact && support.broken(x, &back) == 0
             })
             .count()
