@@ -664,11 +664,10 @@ impl<'a> Explainer<'a> {
             let mut order: Vec<(usize, f32)> = proba
                 .chunks_exact(classes)
                 .enumerate()
-                .filter(|(_, q)| {
+                .filter_map(|(i, q)| {
                     let c = argmax(q);
-                    target.matches(c as u8) && q[c] >= self.config.min_probability
+                    (target.matches(c as u8) && q[c] >= self.config.min_probability).then_some((i, q[c]))
                 })
-                .map(|(i, q)| (i, q[argmax(q)]))
                 .collect();
             order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             let best = order.into_iter().find_map(|(i, _)| {
