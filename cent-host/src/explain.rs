@@ -288,6 +288,10 @@ const FALLBACK_ATTEMPTS: usize = 16;
 /// costs a pruning and a sparsifying pass).
 const DIVERSITY_LOOKAHEAD: usize = 3;
 
+/// Regions' answers that compete for first place when the first's nearest people do not all
+/// agree with it (those already found for `n` count).
+const REGION_RIVALS: usize = 2;
+
 /// Node capacity of the graph and search for trees of the default size (the host's full
 /// capacity, [`crate::profile::NODES`], is used only for larger trees).
 const SMALL_TREE: usize = 255;
@@ -505,11 +509,9 @@ impl<'a> Explainer<'a> {
         {
             return Ok(());
         }
-        out.counterfactuals.insert(0, person);
-        out.counterfactuals.truncate(self.config.n.max(1));
-        for (k, cf) in out.counterfactuals.iter_mut().enumerate() {
-            cf.rank = k + 1;
-        }
+        let mut answers = std::mem::take(&mut out.counterfactuals);
+        answers.insert(0, person);
+        out.counterfactuals = self.levers_first(x, answers, self.config.n.max(1));
         Ok(())
     }
 
@@ -1348,6 +1350,9 @@ impl<'a> Explainer<'a> {
         // e.g. two nearby capital gains) wait until no answer with other levers is found among
         // the next leaves; they fill the slots that are left, in order.
         let mut same_levers: Vec<Counterfactual> = Vec::new();
+        let ask = Ask { x, query, target, targets: target_classes, around };
+        // The answers of the candidates tried second, third, …: the rivals of the first.
+        let mut rivals: Vec<Counterfactual> = Vec::new();
         let mut tried = 0;
         loop {
             let found = out.counterfactuals.len();
@@ -1360,42 +1365,119 @@ impl<'a> Explainer<'a> {
             }
             let Some((i, _)) = next() else { break };
             let (c, class, p) = &confirmed[i];
-            let (class, p) = (*class, *p);
             tried += 1;
-            let ask = Ask { x, query, target, targets: target_classes, around };
-            let (x_new, class, p) = self.refine(&ask, c.x.clone(), class, p)?;
-            // The reported agreement is the final point's, not the candidate's it came from.
-            let agreement = around.map(|around| self.agreement(around, &x_new, target_classes)[0]);
+            let cf = self.answer(tree, &ask, c, *class, *p)?;
+            if (2..=1 + REGION_RIVALS).contains(&tried) {
+                rivals.push(cf.clone());
+            }
             // Two leaves may prune down to the same point: it is reported once.
-            let seen = |cf: &Counterfactual| cf.encoded == x_new;
+            let seen = |prev: &Counterfactual| prev.encoded == cf.encoded;
             if out.counterfactuals.iter().any(seen) || same_levers.iter().any(seen) {
                 continue;
             }
-            let levers = self.changed_mask(x, &x_new);
-            let cf = Counterfactual {
-                rank: 0,
-                class: ClassOut { index: class, name: self.class_name(class), probability: p },
-                cost: c.cost as f64 / SCALE as f64,
-                l0: counterfactual::changed_features(&self.schema, x, &x_new).count(),
-                realization: c.how,
-                agreement,
-                rules: self.rules(tree, c.leaf, &x_new),
-                changes: self.changes(x, &x_new),
-                encoded: x_new,
-                leaf: c.leaf,
-            };
+            let levers = self.changed_mask(x, &cf.encoded);
             if out.counterfactuals.iter().any(|prev| self.changed_mask(x, &prev.encoded) == levers) {
                 same_levers.push(cf);
             } else {
                 out.counterfactuals.push(cf);
             }
         }
-        let room = self.config.n.saturating_sub(out.counterfactuals.len());
-        out.counterfactuals.extend(same_levers.into_iter().take(room));
-        for (k, cf) in out.counterfactuals.iter_mut().enumerate() {
+        let mut answers = std::mem::take(&mut out.counterfactuals);
+        answers.append(&mut same_levers);
+        // Rival regions: when the first answer's nearest people do not all agree with it, the
+        // answers of the next regions in the ranking's order compete for first place as people
+        // do ([`Explainer::weigh_people`]: no more needless changes), and with no more changes;
+        // the best by the ranking's objective takes it when it scores better. The rivals are
+        // the same whatever `n` is, so the first answer is too.
+        if let (Some(_), Some(first)) = (around, answers.first())
+            && let Some(g) = first.agreement.filter(|&g| g < 1.0)
+        {
+            while tried <= REGION_RIVALS {
+                let Some((i, _)) = next() else { break };
+                let (c, class, p) = &confirmed[i];
+                tried += 1;
+                rivals.push(self.answer(tree, &ask, c, *class, *p)?);
+            }
+            if let Some(k) = self.first_place(x, query, target, first, g, &rivals)? {
+                let won = rivals.swap_remove(k);
+                answers.retain(|cf| cf.encoded != won.encoded);
+                answers.insert(0, won);
+            }
+        }
+        out.counterfactuals = self.levers_first(x, answers, self.config.n);
+        Ok(())
+    }
+
+    /// Which of `rivals` takes first place from `first` (whose agreement is `g`): the best by
+    /// the ranking's objective ([`Explainer::score`]) of those with no more changes and no more
+    /// changes the decision does not need ([`Explainer::redundant`]), when it scores better;
+    /// ties go to the earlier rival.
+    fn first_place(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        first: &Counterfactual,
+        g: f32,
+        rivals: &[Counterfactual],
+    ) -> Result<Option<usize>, ModelError> {
+        let needless = self.redundant(x, target, &first.encoded)?.len();
+        let mut best = (self.score(query, x, &first.encoded, g), None);
+        for (k, cf) in rivals.iter().enumerate() {
+            let s = self.score(query, x, &cf.encoded, cf.agreement.unwrap_or(0.0));
+            if s < best.0 && cf.l0 <= first.l0 && self.redundant(x, target, &cf.encoded)?.len() <= needless {
+                best = (s, Some(k));
+            }
+        }
+        Ok(best.1)
+    }
+
+    /// The first `n` of `answers` with those whose levers (changed features) no earlier answer
+    /// has first, then those that repeat an earlier one's, each group in its order; ranked.
+    fn levers_first(&self, x: &[f32], answers: Vec<Counterfactual>, n: usize) -> Vec<Counterfactual> {
+        let (mut fresh, mut repeats) = (Vec::new(), Vec::new());
+        for cf in answers {
+            let levers = self.changed_mask(x, &cf.encoded);
+            if fresh.iter().any(|prev: &Counterfactual| self.changed_mask(x, &prev.encoded) == levers) {
+                repeats.push(cf);
+            } else {
+                fresh.push(cf);
+            }
+        }
+        fresh.append(&mut repeats);
+        fresh.truncate(n);
+        for (k, cf) in fresh.iter_mut().enumerate() {
             cf.rank = k + 1;
         }
-        Ok(())
+        fresh
+    }
+
+    /// The answer a confirmed candidate of `tree`'s leaf becomes: refined
+    /// ([`Explainer::refine`]), with the final point's agreement, rules and changes.
+    fn answer(
+        &self,
+        tree: &Tree<'_>,
+        ask: &Ask<'_>,
+        c: &Candidate,
+        class: usize,
+        p: f32,
+    ) -> Result<Counterfactual, ModelError> {
+        let x = ask.x;
+        let (x_new, class, p) = self.refine(ask, c.x.clone(), class, p)?;
+        // The reported agreement is the final point's, not the candidate's it came from.
+        let agreement = ask.around.map(|around| self.agreement(around, &x_new, ask.targets)[0]);
+        Ok(Counterfactual {
+            rank: 0,
+            class: ClassOut { index: class, name: self.class_name(class), probability: p },
+            cost: c.cost as f64 / SCALE as f64,
+            l0: counterfactual::changed_features(&self.schema, x, &x_new).count(),
+            realization: c.how,
+            agreement,
+            rules: self.rules(tree, c.leaf, &x_new),
+            changes: self.changes(x, &x_new),
+            encoded: x_new,
+            leaf: c.leaf,
+        })
     }
 
     /// Which logical features `x_new` changes from `x`, one flag per feature.
@@ -1757,6 +1839,79 @@ categories = ["u", "v"]
         let row = [0.45, 0.65, 1.0, 0.0];
         let p = Sum.probabilities(&row).unwrap()[1];
         assert_eq!(plain.deepen(&ask(&x, &query, Some(&around)), row.to_vec(), 1, p).unwrap().0, row);
+    }
+
+    /// An answer on `row` with the given agreement, as [`Explainer::first_place`] sees it.
+    fn answer_at(explainer: &Explainer<'_>, x: &[f32], row: &[f32], agreement: f32) -> Counterfactual {
+        let p = Sum.probabilities(row).unwrap();
+        Counterfactual {
+            rank: 0,
+            class: ClassOut { index: 1, name: "yes".into(), probability: p[1] },
+            cost: 0.0,
+            l0: counterfactual::changed_features(explainer.schema(), x, row).count(),
+            realization: Realization::Boundary,
+            agreement: Some(agreement),
+            rules: Vec::new(),
+            changes: explainer.changes(x, row),
+            encoded: row.to_vec(),
+            leaf: 0,
+        }
+    }
+
+    #[test]
+    fn test_a_rival_takes_first_place_only_with_a_better_score_and_no_more_changes_or_needless_ones() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let query = explainer.schema().default_query();
+        let target = Target::Not(0);
+        let x = [0.1, 0.2, 1.0, 0.0];
+        // Two changes, `b`'s not needed ("yes" with `a` alone), agreement 0.4.
+        let first = answer_at(&explainer, &x, &[0.95, 0.45, 1.0, 0.0], 0.4);
+        assert_eq!(needless(&Sum, &x, &first.encoded), [1]);
+        let rivals = |agreements: [f32; 4]| {
+            [
+                // Three changes, only the category's not needed.
+                [0.6, 0.65, 0.0, 1.0],
+                // Two changes, both needless.
+                [1.0, 1.0, 1.0, 0.0],
+                // One change.
+                [0.95, 0.2, 1.0, 0.0],
+                // Two changes, each needed.
+                [0.6, 0.65, 1.0, 0.0],
+            ]
+            .iter()
+            .zip(agreements)
+            .map(|(row, g)| answer_at(&explainer, &x, row, g))
+            .collect::<Vec<_>>()
+        };
+        let pick = |r: &[Counterfactual]| explainer.first_place(&x, &query, target, &first, 0.4, r).unwrap();
+        // Brute force: the best score among the rivals no larger, when it beats the first's.
+        let expected = |r: &[Counterfactual]| {
+            let score = |cf: &Counterfactual| explainer.score(&query, &x, &cf.encoded, cf.agreement.unwrap());
+            let mut best = (score(&first), None);
+            for (k, cf) in r.iter().enumerate() {
+                let small = cf.l0 <= first.l0
+                    && needless(&Sum, &x, &cf.encoded).len() <= needless(&Sum, &x, &first.encoded).len();
+                if small && score(cf) < best.0 {
+                    best = (score(cf), Some(k));
+                }
+            }
+            best.1
+        };
+        // Everyone agrees with the larger rivals only: nothing changes.
+        let r = rivals([1.0, 1.0, 0.0, 0.0]);
+        assert_eq!(pick(&r), None);
+        // The one-change rival with more agreement wins; the two-change one when it has more.
+        let r = rivals([1.0, 1.0, 0.8, 0.0]);
+        assert_eq!(pick(&r), Some(2));
+        let r = rivals([1.0, 1.0, 0.8, 1.0]);
+        assert_eq!(pick(&r), Some(3));
+        for a in [0.0, 0.4, 0.6, 1.0] {
+            for b in [0.0, 0.4, 0.6, 1.0] {
+                let r = rivals([1.0, 1.0, a, b]);
+                assert_eq!(pick(&r), expected(&r), "agreements {a} {b}");
+            }
+        }
     }
 
     #[test]
