@@ -288,9 +288,19 @@ const FALLBACK_ATTEMPTS: usize = 16;
 /// costs a pruning and a sparsifying pass).
 const DIVERSITY_LOOKAHEAD: usize = 3;
 
-/// Regions' answers that compete for first place when the first's nearest people do not all
-/// agree with it (those already found for `n` count).
+/// Regions' answers, the next in the ranking's order, that compete for first place when the
+/// first's nearest people do not all agree with it or it keeps a change the decision does not
+/// need.
 const REGION_RIVALS: usize = 2;
+
+/// What a change the decision does not need (each is enough for the decision without it, short
+/// of the required probability) adds to an answer's score when regions' answers compete for
+/// first place: at the default plausibility, as much as two of the five nearest people
+/// disagreeing (`0.6 * PLAUSIBILITY_WEIGHT * 2 / 5 ≈ 1`). Measured on three seeds
+/// (docs/evaluation.md): at 1, redundancy fell on every pair but COMPAS's (seed 2) and l0 with
+/// it, for 0.00–0.02 of yNN; at 0.25 and 0.5, about half of that; at 2, Adult × LR's yNN fell
+/// below 0.8.
+const NEEDLESS_WEIGHT: f32 = 1.0;
 
 /// Node capacity of the graph and search for trees of the default size (the host's full
 /// capacity, [`crate::profile::NODES`], is used only for larger trees).
@@ -1390,7 +1400,8 @@ impl<'a> Explainer<'a> {
         // the best by the ranking's objective takes it when it scores better. The rivals are
         // the same whatever `n` is, so the first answer is too.
         if let (Some(_), Some(first)) = (around, answers.first())
-            && let Some(g) = first.agreement.filter(|&g| g < 1.0)
+            && let Some(g) = first.agreement
+            && (g < 1.0 || !self.redundant(x, target, &first.encoded)?.is_empty())
         {
             while tried <= REGION_RIVALS {
                 let Some((i, _)) = next() else { break };
@@ -1408,10 +1419,11 @@ impl<'a> Explainer<'a> {
         Ok(())
     }
 
-    /// Which of `rivals` takes first place from `first` (whose agreement is `g`): the best by
-    /// the ranking's objective ([`Explainer::score`]) of those with no more changes and no more
-    /// changes the decision does not need ([`Explainer::redundant`]), when it scores better;
-    /// ties go to the earlier rival.
+    /// Which of `rivals` takes first place from `first` (whose agreement is `g`): of those with
+    /// no more changes and no more changes the decision does not need
+    /// ([`Explainer::redundant`]), the best by the ranking's objective ([`Explainer::score`])
+    /// with [`NEEDLESS_WEIGHT`] added per needless change, when it scores better than `first`
+    /// scored the same way; ties go to the earlier rival.
     fn first_place(
         &self,
         x: &[f32],
@@ -1422,10 +1434,12 @@ impl<'a> Explainer<'a> {
         rivals: &[Counterfactual],
     ) -> Result<Option<usize>, ModelError> {
         let needless = self.redundant(x, target, &first.encoded)?.len();
-        let mut best = (self.score(query, x, &first.encoded, g), None);
+        let charged = |score: f32, needless: usize| score + NEEDLESS_WEIGHT * needless as f32;
+        let mut best = (charged(self.score(query, x, &first.encoded, g), needless), None);
         for (k, cf) in rivals.iter().enumerate() {
-            let s = self.score(query, x, &cf.encoded, cf.agreement.unwrap_or(0.0));
-            if s < best.0 && cf.l0 <= first.l0 && self.redundant(x, target, &cf.encoded)?.len() <= needless {
+            let n = self.redundant(x, target, &cf.encoded)?.len();
+            let s = charged(self.score(query, x, &cf.encoded, cf.agreement.unwrap_or(0.0)), n);
+            if s < best.0 && cf.l0 <= first.l0 && n <= needless {
                 best = (s, Some(k));
             }
         }
@@ -1865,9 +1879,9 @@ categories = ["u", "v"]
         let query = explainer.schema().default_query();
         let target = Target::Not(0);
         let x = [0.1, 0.2, 1.0, 0.0];
-        // Two changes, `b`'s not needed ("yes" with `a` alone), agreement 0.4.
-        let first = answer_at(&explainer, &x, &[0.95, 0.45, 1.0, 0.0], 0.4);
-        assert_eq!(needless(&Sum, &x, &first.encoded), [1]);
+        // Two changes, `b`'s not needed ("yes" with `a` alone).
+        let first = |g: f32| answer_at(&explainer, &x, &[0.95, 0.45, 1.0, 0.0], g);
+        assert_eq!(needless(&Sum, &x, &first(1.0).encoded), [1]);
         let rivals = |agreements: [f32; 4]| {
             [
                 // Three changes, only the category's not needed.
@@ -1884,10 +1898,15 @@ categories = ["u", "v"]
             .map(|(row, g)| answer_at(&explainer, &x, row, g))
             .collect::<Vec<_>>()
         };
-        let pick = |r: &[Counterfactual]| explainer.first_place(&x, &query, target, &first, 0.4, r).unwrap();
-        // Brute force: the best score among the rivals no larger, when it beats the first's.
-        let expected = |r: &[Counterfactual]| {
-            let score = |cf: &Counterfactual| explainer.score(&query, &x, &cf.encoded, cf.agreement.unwrap());
+        let pick = |g: f32, r: &[Counterfactual]| explainer.first_place(&x, &query, target, &first(g), g, r).unwrap();
+        // Brute force: the best charged score among the rivals no larger, when it beats the
+        // first's.
+        let expected = |g: f32, r: &[Counterfactual]| {
+            let score = |cf: &Counterfactual| {
+                let n = needless(&Sum, &x, &cf.encoded).len() as f32;
+                explainer.score(&query, &x, &cf.encoded, cf.agreement.unwrap()) + NEEDLESS_WEIGHT * n
+            };
+            let first = first(g);
             let mut best = (score(&first), None);
             for (k, cf) in r.iter().enumerate() {
                 let small = cf.l0 <= first.l0
@@ -1898,18 +1917,19 @@ categories = ["u", "v"]
             }
             best.1
         };
-        // Everyone agrees with the larger rivals only: nothing changes.
-        let r = rivals([1.0, 1.0, 0.0, 0.0]);
-        assert_eq!(pick(&r), None);
-        // The one-change rival with more agreement wins; the two-change one when it has more.
-        let r = rivals([1.0, 1.0, 0.8, 0.0]);
-        assert_eq!(pick(&r), Some(2));
-        let r = rivals([1.0, 1.0, 0.8, 1.0]);
-        assert_eq!(pick(&r), Some(3));
-        for a in [0.0, 0.4, 0.6, 1.0] {
-            for b in [0.0, 0.4, 0.6, 1.0] {
-                let r = rivals([1.0, 1.0, a, b]);
-                assert_eq!(pick(&r), expected(&r), "agreements {a} {b}");
+        // Everyone agrees with the first and with the larger rivals, no one with the others:
+        // nothing changes.
+        assert_eq!(pick(1.0, &rivals([1.0, 1.0, 0.0, 0.0])), None);
+        // One change everyone agrees with beats the first's two, one of them needless.
+        assert_eq!(pick(1.0, &rivals([1.0, 1.0, 1.0, 0.0])), Some(2));
+        // Two needed changes everyone agrees with beat one that fewer agree with.
+        assert_eq!(pick(0.4, &rivals([1.0, 1.0, 0.6, 1.0])), Some(3));
+        for g in [0.0, 0.4, 0.8, 1.0] {
+            for a in [0.0, 0.4, 0.6, 1.0] {
+                for b in [0.0, 0.4, 0.6, 1.0] {
+                    let r = rivals([1.0, 1.0, a, b]);
+                    assert_eq!(pick(g, &r), expected(g, &r), "agreements {g}: {a} {b}");
+                }
             }
         }
     }
