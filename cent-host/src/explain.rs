@@ -46,9 +46,10 @@ pub struct Config {
     pub widen: u8,
     /// Weight of plausibility against path cost when a contrast leaf becomes a point, in
     /// `0..=1`: 0 keeps only the point just inside the leaf's boundary; higher values also try
-    /// points drawn towards the leaf's own target-class neighbours and prefer those, and let the
-    /// nearest reachable people of a target class compete with the best leaf's answer when its
-    /// nearest people do not all agree with it ([`Realization::Nearest`]).
+    /// points drawn towards the leaf's own target-class neighbours and prefer those, let the
+    /// next leaves' answers compete with the best leaf's once refined, and let the nearest
+    /// reachable people of a target class compete with it when its nearest people do not all
+    /// agree with it ([`Realization::Nearest`]).
     pub plausibility: f32,
     /// The model's probability of the target class a counterfactual needs to count, in
     /// `0..=1`; the target class must also be the model's decision, so a value at or below
@@ -297,9 +298,9 @@ const REGION_RIVALS: usize = 2;
 /// of the required probability) adds to an answer's score when regions' answers compete for
 /// first place: at the default plausibility, as much as two of the five nearest people
 /// disagreeing (`0.6 * PLAUSIBILITY_WEIGHT * 2 / 5 ≈ 1`). Measured on three seeds
-/// (docs/evaluation.md): at 1, redundancy fell on every pair but COMPAS's (seed 2) and l0 with
-/// it, for 0.00–0.02 of yNN; at 0.25 and 0.5, about half of that; at 2, Adult × LR's yNN fell
-/// below 0.8.
+/// (docs/evaluation.md): at 1, redundancy fell on every pair but COMPAS's last-resort answers,
+/// and l0 with it, for up to 0.02 of yNN; at 0.25 to 0.75, about half of that; at 2, Adult × LR's
+/// yNN fell below 0.8.
 const NEEDLESS_WEIGHT: f32 = 1.0;
 
 /// Node capacity of the graph and search for trees of the default size (the host's full
