@@ -1395,22 +1395,28 @@ impl<'a> Explainer<'a> {
         }
         let mut answers = std::mem::take(&mut out.counterfactuals);
         answers.append(&mut same_levers);
-        // Rival regions: when the first answer's nearest people do not all agree with it, the
-        // answers of the next regions in the ranking's order compete for first place as people
-        // do ([`Explainer::weigh_people`]: no more needless changes), and with no more changes;
-        // the best by the ranking's objective takes it when it scores better. The rivals are
+        // Rival regions: when the first answer's nearest people do not all agree with it, or it
+        // keeps a change the decision does not need, the answers of the next regions in the
+        // ranking's order compete for first place ([`Explainer::first_place`]). The rivals are
         // the same whatever `n` is, so the first answer is too.
-        if let (Some(_), Some(first)) = (around, answers.first())
-            && let Some(g) = first.agreement
-            && (g < 1.0 || !self.redundant(x, target, &first.encoded)?.is_empty())
-        {
+        let contest = match (around, answers.first()) {
+            (Some(_), Some(first)) => match first.agreement {
+                Some(g) => {
+                    let needless = self.redundant(x, target, &first.encoded)?.len();
+                    (g < 1.0 || needless > 0).then_some((first, g, needless))
+                }
+                None => None,
+            },
+            _ => None,
+        };
+        if let Some((first, g, needless)) = contest {
             while tried <= REGION_RIVALS {
                 let Some((i, _)) = next() else { break };
                 let (c, class, p) = &confirmed[i];
                 tried += 1;
                 rivals.push(self.answer(tree, &ask, c, *class, *p)?);
             }
-            if let Some(k) = self.first_place(x, query, target, first, g, &rivals)? {
+            if let Some(k) = self.first_place(x, query, target, (first, g, needless), &rivals)? {
                 let won = rivals.swap_remove(k);
                 answers.retain(|cf| cf.encoded != won.encoded);
                 answers.insert(0, won);
@@ -1420,21 +1426,19 @@ impl<'a> Explainer<'a> {
         Ok(())
     }
 
-    /// Which of `rivals` takes first place from `first` (whose agreement is `g`): of those with
-    /// no more changes and no more changes the decision does not need
-    /// ([`Explainer::redundant`]), the best by the ranking's objective ([`Explainer::score`])
-    /// with [`NEEDLESS_WEIGHT`] added per needless change, when it scores better than `first`
-    /// scored the same way; ties go to the earlier rival.
+    /// Which of `rivals` takes first place from `first` (its answer, agreement and count of
+    /// changes the decision does not need, [`Explainer::redundant`]): of those with no more
+    /// changes and no more needless ones, the best by the ranking's objective
+    /// ([`Explainer::score`]) with [`NEEDLESS_WEIGHT`] added per needless change, when it scores
+    /// better than `first` scored the same way; ties go to the earlier rival.
     fn first_place(
         &self,
         x: &[f32],
         query: &Query,
         target: Target,
-        first: &Counterfactual,
-        g: f32,
+        (first, g, needless): (&Counterfactual, f32, usize),
         rivals: &[Counterfactual],
     ) -> Result<Option<usize>, ModelError> {
-        let needless = self.redundant(x, target, &first.encoded)?.len();
         let charged = |score: f32, needless: usize| score + NEEDLESS_WEIGHT * needless as f32;
         let mut best = (charged(self.score(query, x, &first.encoded, g), needless), None);
         for (k, cf) in rivals.iter().enumerate() {
@@ -1899,7 +1903,11 @@ categories = ["u", "v"]
             .map(|(row, g)| answer_at(&explainer, &x, row, g))
             .collect::<Vec<_>>()
         };
-        let pick = |g: f32, r: &[Counterfactual]| explainer.first_place(&x, &query, target, &first(g), g, r).unwrap();
+        let pick = |g: f32, r: &[Counterfactual]| {
+            let first = first(g);
+            let needless = needless(&Sum, &x, &first.encoded).len();
+            explainer.first_place(&x, &query, target, (&first, g, needless), r).unwrap()
+        };
         // Brute force: the best charged score among the rivals no larger, when it beats the
         // first's.
         let expected = |g: f32, r: &[Counterfactual]| {
