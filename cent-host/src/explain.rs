@@ -179,11 +179,9 @@ pub struct Counterfactual {
     pub l0: usize,
     /// How the leaf became this point.
     pub realization: Realization,
-    /// How far the counterfactual's nearest pool rows (Euclidean over the encoded columns, the
-    /// space yNN is measured in) are ones the model assigns to a target class, 0 to 1: three
-    /// quarters the share among its [`AGREEMENT_K`] nearest, one quarter the share among its
-    /// [`AGREEMENT_WIDE`] nearest (1: all of them); computed when [`Config::plausibility`] is
-    /// above 0.
+    /// Share of the counterfactual's [`AGREEMENT_K`] nearest pool rows (Euclidean over the
+    /// encoded columns, the space yNN is measured in) that the model assigns to a target class;
+    /// computed when [`Config::plausibility`] is above 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agreement: Option<f32>,
     /// The surrogate leaf's region, in decoded units.
@@ -268,17 +266,6 @@ struct Fitted {
 /// beyond them, and measured on the same factuals five gave the same yNN with fewer changes
 /// (Adult l0 1.96 / 1.95 → 1.87 / 1.84 at plausibility 0.5).
 pub const AGREEMENT_K: usize = 5;
-
-/// The wider circle of pool rows that also counts in agreement, with a quarter of the weight
-/// ([`AGREEMENT_WIDE_WEIGHT`]): the five nearest decide, the next three break their ties (each
-/// weighs a sixth of one of the five), so that of two points among equally agreeing people the
-/// one deeper among people of the target class ranks first. Measured on three seeds and
-/// confirmed on a fourth (docs/evaluation.md): yNN up on most pairs (HELOC × MLP 0.790 / 0.748
-/// → 0.802 / 0.776 on seeds 2 / 3, 0.808 → 0.824 on seed 4) for about 3 % of a query; a
-/// circle of 20 gained as much and cost 28 %.
-pub const AGREEMENT_WIDE: usize = 8;
-/// The wider circle's share of agreement ([`AGREEMENT_WIDE`]).
-pub const AGREEMENT_WIDE_WEIGHT: f32 = 0.25;
 
 /// How much a wholly implausible point (agreement 0) weighs against the move's cost at
 /// plausibility 1/2: as much as changing this many more features.
@@ -519,7 +506,7 @@ impl<'a> Explainer<'a> {
         out: &mut Explanation,
     ) -> Result<(), ExplainError> {
         let (Some(_), Some(first)) = (around, out.counterfactuals.first()) else { return Ok(()) };
-        // All its nearest people agree: no person of the pool is more plausible.
+        // All five nearest people agree: no person of the pool is more plausible.
         let Some(agreement) = first.agreement.filter(|&g| g < 1.0) else { return Ok(()) };
         let z = self.encoder.forward(x);
         let ids = self.pool.nearest_in(&z, target_classes, FALLBACK_FIRST);
@@ -1523,20 +1510,15 @@ impl<'a> Explainer<'a> {
         mask
     }
 
-    /// Per row (row-major, encoded, each near the query `around` was made for), how far its
-    /// nearest pool rows in the encoded space are ones the model assigns to one of `targets`
-    /// ([`Counterfactual::agreement`]).
+    /// Per row (row-major, encoded, each near the query `around` was made for), the share of its
+    /// [`AGREEMENT_K`] nearest pool rows in the encoded space that the model assigns to one of
+    /// `targets`.
     fn agreement(&self, around: &Around<'_>, rows: &[f32], targets: &[usize]) -> Vec<f32> {
         rows.chunks_exact(self.schema.columns().max(1))
             .map(|q| {
-                // Nearest first: the first `AGREEMENT_K` are the five, all of them the wider circle.
-                let ids = around.nearest(q, AGREEMENT_WIDE);
-                let share = |ids: &[u32]| {
-                    let hits = ids.iter().filter(|&&id| targets.contains(&self.pool_labels[id as usize])).count();
-                    hits as f32 / ids.len().max(1) as f32
-                };
-                let five = &ids[..ids.len().min(AGREEMENT_K)];
-                (1.0 - AGREEMENT_WIDE_WEIGHT) * share(five) + AGREEMENT_WIDE_WEIGHT * share(&ids)
+                let ids = around.nearest(q, AGREEMENT_K);
+                let hits = ids.iter().filter(|&&id| targets.contains(&self.pool_labels[id as usize])).count();
+                hits as f32 / ids.len().max(1) as f32
             })
             .collect()
     }
