@@ -1441,10 +1441,11 @@ impl<'a> Explainer<'a> {
     ) -> Result<Option<usize>, ModelError> {
         let charged = |score: f32, needless: usize| score + NEEDLESS_WEIGHT * needless as f32;
         let mut best = (charged(self.score(query, x, &first.encoded, g), needless), None);
-        for (k, cf) in rivals.iter().enumerate() {
+        // A rival with more changes is out before the model is asked which of its are needless.
+        for (k, cf) in rivals.iter().enumerate().filter(|(_, cf)| cf.l0 <= first.l0) {
             let n = self.redundant(x, target, &cf.encoded)?.len();
             let s = charged(self.score(query, x, &cf.encoded, cf.agreement.unwrap_or(0.0)), n);
-            if s < best.0 && cf.l0 <= first.l0 && n <= needless {
+            if s < best.0 && n <= needless {
                 best = (s, Some(k));
             }
         }
