@@ -181,6 +181,83 @@ python3 scripts/peers.py --model mlp --out /tmp/peers-res --section docs/results
 """
 
 
+LINKS = """The same answers read with the links of cent's `adult-wide` schema: education and its number
+are one to one, and marital status, relationship and sex take only combinations at least 30
+training rows hold (counted here in the harness's training rows; a factual's own combination
+always counts as held). *l0, linked as one*: the features one link ties together count as one
+change when an answer changes several of them. *redundancy, linked*: the harness's redundant
+attributes less those whose reversal alone would leave a combination no training rows (or too
+few) hold. *breaks a link*: answers whose own values are such a combination. The goals are
+judged on the harness's columns above; these show how much of the difference the links make.
+"""
+
+
+def link_reading(args, runs):
+    """A Markdown table of every run's valid answers read with the schema's links (see LINKS)."""
+    import ast
+    import tomllib
+    from collections import Counter
+
+    with open(args.schema, "rb") as f:
+        links = [(l["features"], int(l.get("min_rows", 1))) for l in tomllib.load(f).get("link", [])]
+
+    def norm(v):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return str(v).strip()
+
+    with open(os.path.join(args.data_dir, "train_raw.csv"), encoding="utf-8") as f:
+        train = list(csv.DictReader(f))
+    held = [{k for k, n in Counter(tuple(norm(r[a]) for a in feats) for r in train).items() if n >= least}
+            for feats, least in links]
+    with open(os.path.join(args.data_dir, "factuals_raw.csv"), encoding="utf-8") as f:
+        factual = {int(r["row_id"]): {k: norm(v) for k, v in r.items()} for r in csv.DictReader(f)}
+
+    def settled(i, x, c):
+        feats = links[i][0]
+        now = tuple(norm(c[a]) for a in feats)
+        return now == tuple(x[a] for a in feats) or now in held[i]
+
+    # Features joined by links (a feature in two links joins them).
+    group = {}
+    for feats, _ in links:
+        roots = {group.get(a, a) for a in feats}
+        new = min(roots)
+        for a, g in list(group.items()):
+            if g in roots:
+                group[a] = new
+        for a in feats:
+            group[a] = new
+
+    lines = ["| run | model | valid | l0 | l0, linked as one | redundancy | redundancy, linked | breaks a link |",
+             "|---|---|---|---|---|---|---|---|"]
+    for path in runs:
+        result = json.load(open(path, encoding="utf-8"))
+        rows = [r for r in result["rows"] if r.get("valid")]
+        if not rows:
+            continue
+        l0 = one = red = linked = broken = 0
+        for r in rows:
+            x = factual[int(r["row_id"])]
+            c = ast.literal_eval(r["cf_raw"]) if isinstance(r["cf_raw"], str) else r["cf_raw"]
+            changed = r["changed"]
+            l0 += len(changed)
+            one += len({group.get(a, a) for a in changed})
+            red += len(r["redundant"])
+            for a in r["redundant"]:
+                back = dict(c)
+                back[a] = x[a]
+                linked += all(settled(i, x, back) for i in range(len(links)))
+            broken += not all(settled(i, x, c) for i in range(len(links)))
+        cfg = result.get("config", {})
+        name = f"DiCE {cfg['method']}" if "method" in cfg else cfg.get("tool", "?")
+        n = len(rows)
+        lines.append(f"| {name} | {cfg.get('model', '?')} | {n} | {l0 / n:.2f} | {one / n:.2f} | {red / n:.2f} | "
+                     f"{linked / n:.2f} | {broken} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_section(args):
     """Replaces (or appends) the harness section of `args.section` with a fresh table."""
     names = sorted(os.listdir(args.out))
@@ -191,12 +268,13 @@ def write_section(args):
     runs += [os.path.join(args.out, n) for n in names if n.startswith("cent-") and n.endswith(".scored.json")]
     table = subprocess.run([args.python, "table.py", *[os.path.abspath(r) for r in runs]], cwd=args.harness,
                            check=True, capture_output=True, text=True).stdout
+    reading = link_reading(args, runs)
     load = os.getloadavg()[0]
     text = open(args.section, encoding="utf-8").read()
     if HEADING in text:
         text = text[:text.index(HEADING)].rstrip() + "\n"
     text += f"\n{HEADING}\n\n{PROSE}\n{table}\nMachine: {os.cpu_count()} logical cores, 1-minute load " \
-            f"{load:.2f} when the table was written.\n\n{COMMANDS}"
+            f"{load:.2f} when the table was written.\n\n{LINKS}\n{reading}\n{COMMANDS}"
     with open(args.section, "w", encoding="utf-8") as f:
         f.write(text)
     print(f"wrote the harness section of {args.section}", file=sys.stderr)
