@@ -79,3 +79,29 @@ fn test_heloc_links_hold_on_training_rows() {
     // Never delinquent (8), yet the last delinquency 12 months ago.
     check_links("heloc", 1, &[("MaxDelqEver", Value::Number(8.0)), ("MSinceMostRecentDelq", Value::Number(12.0))]);
 }
+
+/// Credit's amounts are whole dollars with observed support: a credit limit in an answer is
+/// one the bank granted someone (the training rows hold a few dozen), not any number of the
+/// range, and a value between two observed limits is not one.
+#[test]
+fn test_credit_amounts_keep_to_observed_values() {
+    let Some(cache) = common::datasets::fetched("credit") else { return };
+    let p = prepare(load_builtin("credit", &cache).unwrap(), TEST_FRACTION, 7).unwrap();
+    let support = Support::new(&p.encoding, &p.train.data);
+    let names = ["LIMIT_BAL", "BILL_AMT1", "BILL_AMT6", "PAY_AMT1", "PAY_AMT6"];
+    for name in names {
+        let j = p.encoding.feature_index(name).unwrap();
+        assert!(support.observed(j).is_some(), "{name} has observed support");
+    }
+    let limit = p.encoding.feature_index("LIMIT_BAL").unwrap();
+    assert!(support.observed(limit).unwrap().len() <= 81);
+    // 10,000 → 15,000: no client in the data has a limit of 15,000.
+    let x = p.train.row(0).to_vec();
+    let mut raw = p.encoding.decode(&x).unwrap();
+    raw[limit] = Value::Number(15_000.0);
+    let cand = p.encoding.encode_row(&raw).unwrap();
+    assert_eq!(support.unseen(&x, &cand), (1, 1));
+    raw[limit] = Value::Number(20_000.0);
+    let cand = p.encoding.encode_row(&raw).unwrap();
+    assert_eq!(support.unseen(&x, &cand).0, 0);
+}
