@@ -5,7 +5,7 @@
 //! Two declarations of the schema feed it (see `data/README.md`):
 //! - `support = "observed"` on a numeric feature (the default for integer features): a
 //!   counterfactual value must be one some training row has ([`Support::snap`],
-//!   [`Support::unseen`]);
+//!   [`Support::unseen`]), and not one of the feature's `codes` (a state, not an amount);
 //! - `[[link]]` tables: `one_to_one` pairs that move together and `observed_combinations`
 //!   groups whose values must form a combination some training row has ([`Support::repair`],
 //!   [`Support::link_violations`]).
@@ -88,7 +88,7 @@ impl Support {
             .zip(encoding.attributes())
             .map(|(f, a)| {
                 let numeric = matches!(f.kind, Kind::Integer | Kind::Continuous);
-                (numeric && a.support == ValueSupport::Observed).then(|| Observed::new(f, &rows))
+                (numeric && a.support == ValueSupport::Observed).then(|| Observed::new(f, &rows, &a.codes))
             })
             .collect();
         let links = encoding
@@ -234,9 +234,13 @@ impl Support {
 }
 
 impl Observed {
-    fn new(f: &core::Feature, rows: &[&[f32]]) -> Observed {
+    /// The values of `f` in `rows`, less the schema's `codes` (a state is not a value to move
+    /// an amount to).
+    fn new(f: &core::Feature, rows: &[&[f32]], codes: &[(i64, String)]) -> Observed {
         let col = f.col as usize;
-        let mut encoded: Vec<f32> = rows.iter().filter_map(|r| r.get(col).copied()).filter(|v| v.is_finite()).collect();
+        let code = |v: f32| codes.iter().any(|&(c, _)| c as f64 == decoded(f, v));
+        let mut encoded: Vec<f32> =
+            rows.iter().filter_map(|r| r.get(col).copied()).filter(|&v| v.is_finite() && !code(v)).collect();
         encoded.sort_by(f32::total_cmp);
         encoded.dedup();
         let mut decoded: Vec<f64> = encoded.iter().map(|&v| decoded(f, v)).collect();
@@ -694,6 +698,41 @@ age,gain,hours,status,role,sex,edu,years,y
         assert!(support.repair(&t.row(5), &mut cand));
         assert_eq!((t.raw(&cand)[ROLE], t.raw(&cand)[SEX]), (t.cat(ROLE, "child"), t.cat(SEX, "m")));
         assert_eq!(support.broken(&t.row(5), &cand), 0);
+    }
+
+    #[test]
+    fn test_a_code_is_no_value_to_move_to_and_reads_with_its_meaning() {
+        // Years 18 is declared a code: kept out of the observed values, so an answer can only
+        // keep it (a factual's own) or leave it, never move to it.
+        let text = SCHEMA.replace(
+            "name = \"years\"\nkind = \"integer\"",
+            "name = \"years\"\nkind = \"integer\"\ncodes = { \"18\" = \"still at school\" }",
+        );
+        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
+        let t = toy();
+        let encoding =
+            Encoding::fit(&Table::read(&schema, &[t.input()]).unwrap(), &(0..10).collect::<Vec<_>>()).unwrap();
+        let support = Support::new(&encoding, &t.rows);
+        let (y16, y18) = (t.enc(YEARS, 16.0), t.enc(YEARS, 18.0));
+        assert_eq!(t.support.observed(YEARS).unwrap().len(), 4);
+        assert_eq!(support.observed(YEARS).unwrap().len(), 3);
+        assert!(!support.observed(YEARS).unwrap().contains(&y18));
+        // Snapping passes over the code: the nearest value left, or none in the interval.
+        assert_eq!(support.snap(YEARS, y18, y16, 1.0), None);
+        assert_eq!(support.snap(YEARS, y18, 0.0, 1.0), Some(y16));
+        assert_eq!(t.support.snap(YEARS, y18, 0.0, 1.0), Some(y18));
+        // Moving to the code is an unseen value; keeping or leaving a factual's own is not.
+        let x = t.row(0);
+        let to_code = t.with(0, &[(YEARS, Value::Number(18.0))]);
+        assert_eq!(support.unseen(&x, &to_code), (1, 1));
+        assert_eq!(t.support.unseen(&x, &to_code), (0, 1));
+        let own = t.row(3);
+        assert_eq!(support.unseen(&own, &t.with(3, &[(HOURS, Value::Number(30.0))])), (0, 0));
+        assert_eq!(support.unseen(&own, &t.with(3, &[(YEARS, Value::Number(16.0))])), (0, 1));
+        // Reports name the code's meaning; other values read as numbers.
+        assert_eq!(encoding.format_value(YEARS, Value::Number(18.0)), "18 (still at school)");
+        assert_eq!(encoding.format_value(YEARS, Value::Number(16.0)), "16");
+        assert_eq!(t.encoding.format_value(YEARS, Value::Number(18.0)), "18");
     }
 
     #[test]

@@ -105,3 +105,59 @@ fn test_credit_amounts_keep_to_observed_values() {
     let cand = p.encoding.encode_row(&raw).unwrap();
     assert_eq!(support.unseen(&x, &cand).0, 0);
 }
+
+/// HELOC's special values (-7 "condition not met", -8 "no usable or valid trades") are declared
+/// as codes wherever the training rows hold them, and none of them is a value an answer may move
+/// a feature to.
+#[test]
+fn test_heloc_codes_are_declared_and_never_observed_values() {
+    let Some(cache) = common::datasets::fetched("heloc") else { return };
+    let p = prepare(load_builtin("heloc", &cache).unwrap(), TEST_FRACTION, 7).unwrap();
+    let support = Support::new(&p.encoding, &p.train.data);
+    let core = p.encoding.to_core_schema();
+    let mut declared = 0;
+    for (j, a) in p.encoding.attributes().iter().enumerate() {
+        let f = &core.features()[j];
+        let held: std::collections::BTreeSet<i64> =
+            p.train.rows().map(|r| f.decode(r[f.col as usize]).round() as i64).filter(|v| *v < 0).collect();
+        let codes: std::collections::BTreeSet<i64> = a.codes.iter().map(|c| c.0).collect();
+        assert_eq!(held, codes, "{}: the negative values its rows hold are its codes", a.name);
+        let observed = support.observed(j).expect("integer features have observed support");
+        assert!(observed.iter().all(|&v| f.decode(v).round() >= 0.0), "{}: a code among observed values", a.name);
+        declared += codes.len();
+    }
+    assert_eq!(declared, 11);
+}
+
+/// End to end on HELOC (its MLP and VAE, trained once into the cache): no answer moves a
+/// feature to a code (a factual's own code may be left for a real value).
+#[test]
+fn test_heloc_answers_never_move_a_feature_to_a_code() {
+    use cent_host::artifacts::{Setup, Source};
+    use cent_host::blackbox::ModelKind;
+    use cent_host::explain::{Config, Explainer};
+    let Some(cache) = common::datasets::fetched("heloc") else { return };
+    let setup = Setup { source: Source::Builtin("heloc".into()), model: ModelKind::Mlp, cache, seed: common::SEED };
+    let a = setup.load().expect("heloc artifacts load or train");
+    let enc = &a.prepared.encoding;
+    let core = enc.to_core_schema();
+    let query = core.default_query();
+    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default()).unwrap();
+    // HELOC's codes are its only negative values.
+    let code = |j: usize, v: f32| core.features()[j].decode(v).round() < 0.0;
+    let (mut answers, mut left) = (0, 0);
+    for row in 0..60 {
+        let x = a.prepared.test.row(row);
+        let Ok(e) = explainer.explain(x, &query, None) else { continue };
+        for cf in &e.counterfactuals {
+            answers += 1;
+            for j in cent_nostd::counterfactual::changed_features(&core, x, &cf.encoded) {
+                let c = core.features()[j].col as usize;
+                assert!(!code(j, cf.encoded[c]), "row {row}: {} moved to a code", enc.attributes()[j].name);
+                left += usize::from(code(j, x[c]));
+            }
+        }
+    }
+    assert!(answers >= 60, "only {answers} answers for 60 factuals");
+    eprintln!("{answers} answers, {left} changes that leave a code");
+}

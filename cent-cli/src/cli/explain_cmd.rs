@@ -5,10 +5,10 @@ use anyhow::Result;
 use cent_host::artifacts::Artifacts;
 use cent_host::blackbox::BlackBox;
 use cent_host::constraints::{self, Labels, Overrides};
-use cent_host::data::Encoding;
+use cent_host::data::{Attribute, Encoding, ValueSupport};
 use cent_host::explain::{ClassOut, Config, ExplainError, Explainer, Explanation, Realization};
 use cent_host::profile::Query;
-use cent_nostd::schema::Mutability;
+use cent_nostd::schema::{Kind, Mutability};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -408,20 +408,28 @@ pub fn demo(data: &DataArgs, count: usize) -> Result<ExitCode> {
         .filter(|(_, m)| **m == Mutability::Immutable)
         .map(|(a, _)| a.name.as_str())
         .collect();
-    outln!("Constraints: never change {}; other features move within their observed ranges.", fixed.join(", "))?;
-    let linked: Vec<String> = enc
-        .links()
-        .iter()
-        .map(|l| {
-            let names = l.features.iter().map(|&j| enc.attributes()[j].name.as_str()).collect::<Vec<_>>().join(" × ");
-            match l.min_rows {
-                0 | 1 => format!("{names} only take combinations people have"),
-                n => format!("{names} only take combinations at least {n} people have"),
-            }
-        })
-        .collect();
-    if !linked.is_empty() {
-        outln!("Whole numbers take values people in the data have; {}.", linked.join("; "))?;
+    if fixed.is_empty() {
+        outln!("Constraints: every feature may change, within its observed range.")?;
+    } else {
+        outln!("Constraints: never change {}; other features move within their observed ranges.", fixed.join(", "))?;
+    }
+    let mut kept: Vec<String> = Vec::new();
+    let numeric = |a: &&Attribute| matches!(a.kind, Kind::Integer | Kind::Continuous);
+    if enc.attributes().iter().filter(numeric).any(|a| a.support == ValueSupport::Observed) {
+        kept.push("Whole numbers take values people in the data have".into());
+    }
+    if let Some((code, meaning)) = enc.attributes().iter().find_map(|a| a.codes.first()) {
+        kept.push(format!("codes such as {code} ({meaning}) are states, never a value to move to"));
+    }
+    kept.extend(enc.links().iter().map(|l| {
+        let names = l.features.iter().map(|&j| enc.attributes()[j].name.as_str()).collect::<Vec<_>>().join(" × ");
+        match l.min_rows {
+            0 | 1 => format!("{names} only take combinations people have"),
+            n => format!("{names} only take combinations at least {n} people have"),
+        }
+    }));
+    if !kept.is_empty() {
+        outln!("{}.", kept.join("; "))?;
     }
     outln!(
         "Each answer needs the model's probability {} or more and is pared down to the changes it needs.\n",

@@ -292,11 +292,16 @@ impl Encoding {
     }
 
     /// A raw value as text: category names, integers without decimals, other numbers with at
-    /// most four decimals.
+    /// most four decimals; a code of the schema (`codes`) with its meaning, as `-8 (no usable
+    /// or valid trades)`.
     pub fn format_value(&self, feature: usize, value: Value) -> String {
         match (value, self.attributes.get(feature)) {
             (Value::Category(c), Some(a)) => a.categories.get(c).cloned().unwrap_or_else(|| format!("#{c}")),
-            (Value::Number(x), _) => format_number(x),
+            (Value::Number(x), Some(a)) => match a.codes.iter().find(|(code, _)| *code as f64 == x) {
+                Some((_, meaning)) => format!("{} ({meaning})", format_number(x)),
+                None => format_number(x),
+            },
+            (Value::Number(x), None) => format_number(x),
             (Value::Category(c), None) => format!("#{c}"),
         }
     }

@@ -249,6 +249,11 @@ pub struct FeatureSpec {
     pub allow: Vec<Transition>,
     /// Which values a counterfactual may give a numeric feature (default: [`FeatureSpec::support`]).
     pub support: Option<ValueSupport>,
+    /// Values of an integer feature that stand for a state, not an amount, with what each
+    /// means (HELOC's `-8`, "no usable or valid trades"): reports show the meaning, and a
+    /// counterfactual never moves the feature to one (a factual's own code may stay or be left).
+    #[serde(default)]
+    pub codes: BTreeMap<String, String>,
 }
 
 fn unit_cost() -> f32 {
@@ -256,6 +261,15 @@ fn unit_cost() -> f32 {
 }
 
 impl FeatureSpec {
+    /// The declared codes as `(value, meaning)`, ordered by value; `None` when a key is not a
+    /// whole number.
+    pub fn parsed_codes(&self) -> Option<Vec<(i64, String)>> {
+        let mut codes: Vec<(i64, String)> =
+            self.codes.iter().map(|(k, v)| Some((k.trim().parse().ok()?, v.clone()))).collect::<Option<_>>()?;
+        codes.sort();
+        Some(codes)
+    }
+
     /// The source column name.
     pub fn column_name(&self) -> &str {
         self.column.as_deref().unwrap_or(&self.name)
@@ -538,6 +552,24 @@ impl Schema {
                 "support applies to continuous and integer features only (categories are always observed values)",
             );
         }
+        if !f.codes.is_empty() {
+            if f.kind != Kind::Integer {
+                return err("codes apply to integer features only (a category is its own name)");
+            }
+            if f.support() != ValueSupport::Observed {
+                return err("codes need support = \"observed\" (a code is kept out of the values an answer may take)");
+            }
+            let Some(codes) = f.parsed_codes() else {
+                let bad = f.codes.keys().find(|k| k.trim().parse::<i64>().is_err()).cloned().unwrap_or_default();
+                return err(&format!("code `{bad}` is not a whole number (codes = {{ \"-8\" = \"what it means\" }})"));
+            };
+            if codes.windows(2).any(|w| w[0].0 == w[1].0) {
+                return err("a code is listed twice");
+            }
+            if codes.iter().any(|(_, meaning)| meaning.trim().is_empty()) {
+                return err("each code needs a meaning (codes = { \"-8\" = \"no usable or valid trades\" })");
+            }
+        }
         if f.ordered && f.categories.is_none() {
             return err("ordered = true needs the order: list `categories` from lowest to highest");
         }
@@ -813,6 +845,31 @@ features = ["income", "age"]
         let s = Schema::from_toml(&flipped, "toy.toml").unwrap();
         assert_eq!(s.features[0].support(), Range);
         assert_eq!(s.features[1].support(), Observed);
+    }
+
+    #[test]
+    fn test_codes_parse_and_their_errors_name_file_and_feature() {
+        let with = |decl: &str| MINIMAL.replace("kind = \"continuous\"", decl);
+        let s = Schema::from_toml(
+            &with("kind = \"integer\"\ncodes = { \"-8\" = \"none\", \"-7\" = \"not met\" }"),
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(s.features[0].parsed_codes().unwrap(), [(-8, "none".to_string()), (-7, "not met".to_string())]);
+        let cases = [
+            ("kind = \"continuous\"\ncodes = { \"-8\" = \"none\" }", "codes apply to integer features only"),
+            (
+                "kind = \"integer\"\nsupport = \"range\"\ncodes = { \"-8\" = \"none\" }",
+                "codes need support = \"observed\"",
+            ),
+            ("kind = \"integer\"\ncodes = { \"n/a\" = \"none\" }", "code `n/a` is not a whole number"),
+            ("kind = \"integer\"\ncodes = { \"-8\" = \"none\", \" -8\" = \"again\" }", "a code is listed twice"),
+            ("kind = \"integer\"\ncodes = { \"-8\" = \" \" }", "each code needs a meaning"),
+        ];
+        for (decl, want) in cases {
+            let err = Schema::from_toml(&with(decl), "data/schemas/toy.toml").unwrap_err().to_string();
+            assert!(err.starts_with(&format!("data/schemas/toy.toml: feature `x`: {want}")), "{decl}: {err}");
+        }
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct Attribute {
     pub ordered: bool,
     /// Which values a counterfactual may give it (numeric features; `Range` for the others).
     pub support: ValueSupport,
+    /// Values that stand for a state, not an amount, with their meaning, ordered by value
+    /// (integer features; see the schema's `codes`).
+    pub codes: Vec<(i64, String)>,
 }
 
 /// What happened to the data rows while loading.
@@ -651,6 +654,7 @@ fn attribute(schema: &Schema, spec: &FeatureSpec, categories: Vec<String>) -> Re
         transitions,
         ordered: spec.ordered,
         support: spec.support(),
+        codes: spec.parsed_codes().unwrap_or_default(),
     })
 }
 
