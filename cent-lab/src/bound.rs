@@ -4,7 +4,8 @@
 //!
 //! A candidate is the factual with one or two mutable features set to values of a grid: every
 //! category a binary or one-hot feature has, and every value the training rows hold of a
-//! numeric feature (the [`GRID`] quantiles of them when there are more). It counts when it
+//! numeric feature (with observed support: every value an answer may take, the schema's codes
+//! left out), or the [`GRID`] quantiles of them when there are more. It counts when it
 //! passes the core's constraint check, breaks no schema link and the model gives it the target
 //! class with at least the required probability: what CEnt's answers must meet too. Each
 //! counting candidate is measured as [`crate::metrics`] measures an answer: its yNN over the
@@ -64,7 +65,7 @@ pub struct Setting<'a> {
     pub query: &'a Query,
     pub model: &'a dyn BlackBox,
     pub support: &'a Support,
-    /// Training rows (encoded, row-major): where the numeric grids come from.
+    /// Training rows (encoded, row-major): where the grids of range-support numbers come from.
     pub pool: &'a [f32],
     /// yNN's reference rows and the model's labels for them ([`crate::metrics::Reference`]).
     pub reference: &'a [f32],
@@ -127,7 +128,12 @@ impl<'a> Setting<'a> {
                         .collect(),
                     Kind::Continuous | Kind::Integer => {
                         let c = f.col as usize;
-                        let mut v: Vec<f32> = self.pool.chunks_exact(cols).map(|r| r[c]).collect();
+                        // Observed support: the values an answer may take (a code is none);
+                        // range support: the pool's values.
+                        let mut v: Vec<f32> = match self.support.observed(j) {
+                            Some(observed) => observed.to_vec(),
+                            None => self.pool.chunks_exact(cols).map(|r| r[c]).collect(),
+                        };
                         v.sort_by(f32::total_cmp);
                         v.dedup();
                         let grid = self.grid.max(2);
