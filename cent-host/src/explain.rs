@@ -179,9 +179,9 @@ pub struct Counterfactual {
     pub l0: usize,
     /// How the leaf became this point.
     pub realization: Realization,
-    /// Share of the counterfactual's [`AGREEMENT_K`] nearest pool rows (Euclidean over the
-    /// encoded columns, the space yNN is measured in) that the model assigns to a target class;
-    /// computed when [`Config::plausibility`] is above 0.
+    /// Share of the counterfactual's [`AGREEMENT_K`] nearest people (Euclidean over the encoded
+    /// columns, the space yNN is measured in: the pool rows and the applicant as they are) that
+    /// the model assigns to a target class; computed when [`Config::plausibility`] is above 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agreement: Option<f32>,
     /// The surrogate leaf's region, in decoded units.
@@ -1119,8 +1119,7 @@ impl<'a> Explainer<'a> {
         let cols = self.schema.columns();
         let mut rows = Vec::with_capacity(ids.len() * cols);
         for &id in ids {
-            let at = self.position[id as usize] as usize;
-            rows.extend_from_slice(&self.laid_out[at * cols..(at + 1) * cols]);
+            rows.extend_from_slice(self.pool_row(id));
         }
         for row in rows.chunks_exact_mut(cols) {
             apply_projection(steps, row);
@@ -1512,16 +1511,33 @@ impl<'a> Explainer<'a> {
     }
 
     /// Per row (row-major, encoded, each near the query `around` was made for), the share of its
-    /// [`AGREEMENT_K`] nearest pool rows in the encoded space that the model assigns to one of
-    /// `targets`.
+    /// [`AGREEMENT_K`] nearest people in the encoded space that the model assigns to one of
+    /// `targets`. The people are the pool rows and the query itself, a person of the class the
+    /// answer leaves (never a target) who is near every point judged for it: a sparse answer
+    /// often has the applicant as they are among its nearest people. The query counts once: not
+    /// when a pool row holds exactly its values (it may be that row). At equal distance a pool
+    /// row comes first.
     fn agreement(&self, around: &Around<'_>, rows: &[f32], targets: &[usize]) -> Vec<f32> {
         rows.chunks_exact(self.schema.columns().max(1))
             .map(|q| {
                 let ids = around.nearest(q, AGREEMENT_K);
-                let hits = ids.iter().filter(|&&id| targets.contains(&self.pool_labels[id as usize])).count();
-                hits as f32 / ids.len().max(1) as f32
+                let query = !around.origin_in_rows()
+                    && match ids.get(AGREEMENT_K - 1) {
+                        Some(&last) => squared(q, around.origin()) < squared(q, self.pool_row(last)),
+                        None => true,
+                    };
+                let people = if query { &ids[..ids.len().min(AGREEMENT_K - 1)] } else { &ids[..] };
+                let hits = people.iter().filter(|&&id| targets.contains(&self.pool_labels[id as usize])).count();
+                hits as f32 / (people.len() + usize::from(query)).max(1) as f32
             })
             .collect()
+    }
+
+    /// Pool row `id` (encoded).
+    fn pool_row(&self, id: u32) -> &[f32] {
+        let cols = self.schema.columns();
+        let at = self.position[id as usize] as usize;
+        &self.laid_out[at * cols..(at + 1) * cols]
     }
 
     /// The ranking's objective for the point `x_new` whose neighbours agree by `agreement`:
@@ -1720,6 +1736,11 @@ fn nearest_in_leaf(fitted: &Fitted, leaf_of: &[NodeIdx], leaf: NodeIdx, target: 
     best.map(|(_, i)| i)
 }
 
+/// Squared Euclidean distance of two encoded rows.
+fn squared(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum()
+}
+
 fn format_threshold(v: f32) -> String {
     let text = format!("{v:.2}");
     text.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -1827,6 +1848,45 @@ categories = ["u", "v"]
     /// The toy's question: anything but "no" for `x`.
     fn ask<'q>(x: &'q [f32], query: &'q Query, around: Option<&'q Around<'q>>) -> Ask<'q> {
         Ask { x, query, target: Target::Not(0), targets: &[1], around }
+    }
+
+    /// Brute force over the pool and the query: the share of a point's [`AGREEMENT_K`] nearest
+    /// people (a pool row before the query at equal distance; the query left out when a pool
+    /// row holds its values) that the model puts in "yes".
+    #[test]
+    fn test_agreement_counts_the_query_among_the_nearest_people() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let labels = explainer.pool_labels();
+        let brute = |x: &[f32], in_pool: bool, q: &[f32]| {
+            let mut people: Vec<(f32, usize, bool)> =
+                t.pool.chunks_exact(4).enumerate().map(|(i, r)| (squared(q, r), i, labels[i] == 1)).collect();
+            if !in_pool {
+                people.push((squared(q, x), usize::MAX, false));
+            }
+            people.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            people[..AGREEMENT_K].iter().filter(|p| p.2).count() as f32 / AGREEMENT_K as f32
+        };
+        // Off the grid (not a pool row), and a pool row itself (row 61: a = 5, b = 6, c = v),
+        // both near the model's boundary, where people of both classes live.
+        for (x, in_pool) in [([0.45, 0.62, 1.0, 0.0], false), ([0.5, 0.6, 0.0, 1.0], true)] {
+            let around = Around::new(&explainer.nearby, &x);
+            assert_eq!(around.origin_in_rows(), in_pool);
+            let mut counted = 0;
+            for i in 0..=20 {
+                for k in 0..=20 {
+                    for c in [x[2..].to_vec(), vec![x[3], x[2]]] {
+                        // Off the half-grid, so that no two people lie at the same distance.
+                        let q = [i as f32 * 0.05 + 0.0137, k as f32 * 0.05 + 0.0071, c[0], c[1]];
+                        let want = brute(&x, in_pool, &q);
+                        assert_eq!(explainer.agreement(&around, &q, &[1])[0], want, "x {x:?}, point {q:?}");
+                        // Points whose nearest people change with the query among them.
+                        counted += usize::from(brute(&x, true, &q) != want);
+                    }
+                }
+            }
+            assert_eq!(counted > 0, !in_pool, "the query changes some points' agreement, unless it is a pool row");
+        }
     }
 
     #[test]

@@ -210,6 +210,8 @@ pub struct Around<'r> {
     /// The answers given so far, by point and `k`: the explainer judges some points more than
     /// once (a candidate, then the same point as the start of its pruning).
     seen: RefCell<Memo>,
+    /// Some row holds exactly `x`'s values.
+    x_in_rows: bool,
 }
 
 /// Row ids by (a point's bits, `k`).
@@ -260,7 +262,18 @@ impl<'r> Around<'r> {
                 })
             })
             .collect();
-        Around { rows, x: x.to_vec(), order, starts, base, sorted, seen: RefCell::default() }
+        let x_in_rows = dist.contains(&0.0);
+        Around { rows, x: x.to_vec(), order, starts, base, sorted, seen: RefCell::default(), x_in_rows }
+    }
+
+    /// The point the distances were computed from (the query).
+    pub fn origin(&self) -> &[f32] {
+        &self.x
+    }
+
+    /// True when some row holds exactly [`Around::origin`]'s values: the query may be that row.
+    pub fn origin_in_rows(&self) -> bool {
+        self.x_in_rows
     }
 
     /// Feature `j`'s values in band order, laid out at least for the first `upto` rows of
