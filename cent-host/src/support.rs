@@ -558,6 +558,15 @@ age,gain,hours,status,role,sex,edu,years,y
             Value::Category(self.encoding.category_index(feature, name).unwrap())
         }
 
+        /// The toy rows' encoding and support under `text`, a variant of [`SCHEMA`].
+        fn variant(&self, text: &str) -> (Encoding, Support) {
+            let schema = Schema::from_toml(text, "toy.toml").unwrap();
+            let all: Vec<usize> = (0..self.table.len()).collect();
+            let encoding = Encoding::fit(&Table::read(&schema, &[self.input()]).unwrap(), &all).unwrap();
+            let support = Support::new(&encoding, &self.rows);
+            (encoding, support)
+        }
+
         fn enc(&self, feature: usize, raw: f32) -> f32 {
             self.encoding.feature(feature).unwrap().encode(raw)
         }
@@ -679,11 +688,8 @@ age,gain,hours,status,role,sex,edu,years,y
             "features = [\"status\", \"role\", \"sex\"]",
             "features = [\"status\", \"role\", \"sex\"]\nmin_rows = 2",
         );
-        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
         let t = toy();
-        let encoding =
-            Encoding::fit(&Table::read(&schema, &[t.input()]).unwrap(), &(0..10).collect::<Vec<_>>()).unwrap();
-        let support = Support::new(&encoding, &t.rows);
+        let (_, support) = t.variant(&text);
         let divorced = t.row(4);
         assert_eq!((t.support.link_violations(&divorced), support.link_violations(&divorced)), (0, 1));
         // A person whose own combination is rare keeps it when other features move.
@@ -708,11 +714,8 @@ age,gain,hours,status,role,sex,edu,years,y
             "name = \"years\"\nkind = \"integer\"",
             "name = \"years\"\nkind = \"integer\"\ncodes = { \"18\" = \"still at school\" }",
         );
-        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
         let t = toy();
-        let encoding =
-            Encoding::fit(&Table::read(&schema, &[t.input()]).unwrap(), &(0..10).collect::<Vec<_>>()).unwrap();
-        let support = Support::new(&encoding, &t.rows);
+        let (encoding, support) = t.variant(&text);
         let (y16, y18) = (t.enc(YEARS, 16.0), t.enc(YEARS, 18.0));
         assert_eq!(t.support.observed(YEARS).unwrap().len(), 4);
         assert_eq!(support.observed(YEARS).unwrap().len(), 3);
