@@ -62,10 +62,11 @@ pub struct RecourseArgs {
     /// class becomes the point just inside its boundary; above 0 the point may also be taken
     /// towards (or onto) the values of the region's nearest person of the target class, and
     /// points whose 5 nearest people (in the data, and the applicant as they are) the model
-    /// mostly gives the target class are preferred. When those people do not all agree with the best region's answer, or it keeps
-    /// a change the decision does not need, the next two regions' answers (pared down, no
-    /// larger) may take its place; when they do not all agree, so may the nearest reachable
-    /// people of the target class (pared down, with no more needless changes).
+    /// mostly gives the target class are preferred. When those people do not all agree with the
+    /// best region's answer, or it keeps a change the decision does not need, the next two
+    /// regions' answers (pared down, no larger) may take its place; when they do not all agree,
+    /// so may the nearest reachable people of the target class (pared down, with no more
+    /// needless changes).
     #[arg(long, default_value_t = Config::default().plausibility, value_parser = super::unit_interval)]
     pub plausibility: f32,
     /// The model's probability of the target class a counterfactual needs, 0 to 1 (a point just
