@@ -143,8 +143,35 @@ pub struct ClassOut {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {
     pub feature: String,
+    /// The value before and after, as data ([`Encoding::format_value`]).
     pub before: String,
     pub after: String,
+    /// What `before` stands for when it is a code of the schema (`codes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_means: Option<String>,
+    /// What `after` stands for when it is a code (an answer never moves to one; a factual's
+    /// own may be left).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_means: Option<String>,
+}
+
+impl Change {
+    /// `before` for a person to read: with a code's meaning after it.
+    pub fn before_text(&self) -> String {
+        described(&self.before, self.before_means.as_deref())
+    }
+
+    /// `after` for a person to read.
+    pub fn after_text(&self) -> String {
+        described(&self.after, self.after_means.as_deref())
+    }
+}
+
+fn described(value: &str, meaning: Option<&str>) -> String {
+    match meaning {
+        Some(m) => format!("{value} ({m})"),
+        None => value.to_string(),
+    }
 }
 
 /// How a contrast leaf became the reported point.
@@ -1575,6 +1602,8 @@ impl<'a> Explainer<'a> {
                 feature: names[j].name.clone(),
                 before: self.encoding.format_value(j, before[j]),
                 after: self.encoding.format_value(j, after[j]),
+                before_means: self.encoding.code_meaning(j, before[j]).map(str::to_string),
+                after_means: self.encoding.code_meaning(j, after[j]).map(str::to_string),
             })
             .collect()
     }

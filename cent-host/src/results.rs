@@ -193,7 +193,7 @@ impl<'a> Flat<'a> {
         self.cf.map(|cf| {
             cf.changes
                 .iter()
-                .map(|c| format!("{}: {} -> {}", c.feature, c.before, c.after))
+                .map(|c| format!("{}: {} -> {}", c.feature, c.before_text(), c.after_text()))
                 .collect::<Vec<_>>()
                 .join("; ")
         })

@@ -732,10 +732,12 @@ age,gain,hours,status,role,sex,edu,years,y
         let own = t.row(3);
         assert_eq!(support.unseen(&own, &t.with(3, &[(HOURS, Value::Number(30.0))])), (0, 0));
         assert_eq!(support.unseen(&own, &t.with(3, &[(YEARS, Value::Number(16.0))])), (0, 1));
-        // Reports name the code's meaning; other values read as numbers.
-        assert_eq!(encoding.format_value(YEARS, Value::Number(18.0)), "18 (still at school)");
-        assert_eq!(encoding.format_value(YEARS, Value::Number(16.0)), "16");
-        assert_eq!(t.encoding.format_value(YEARS, Value::Number(18.0)), "18");
+        // Reports name the code's meaning for people to read; as data it stays a number.
+        assert_eq!(encoding.describe_value(YEARS, Value::Number(18.0)), "18 (still at school)");
+        assert_eq!(encoding.code_meaning(YEARS, Value::Number(18.0)), Some("still at school"));
+        assert_eq!(encoding.format_value(YEARS, Value::Number(18.0)), "18");
+        assert_eq!(encoding.describe_value(YEARS, Value::Number(16.0)), "16");
+        assert_eq!(t.encoding.describe_value(YEARS, Value::Number(18.0)), "18");
     }
 
     #[test]

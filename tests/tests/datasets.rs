@@ -153,8 +153,15 @@ fn test_heloc_answers_never_move_a_feature_to_a_code() {
             answers += 1;
             for j in cent_nostd::counterfactual::changed_features(&core, x, &cf.encoded) {
                 let c = core.features()[j].col as usize;
-                assert!(!code(j, cf.encoded[c]), "row {row}: {} moved to a code", enc.attributes()[j].name);
-                left += usize::from(code(j, x[c]));
+                let name = &enc.attributes()[j].name;
+                assert!(!code(j, cf.encoded[c]), "row {row}: {name} moved to a code");
+                if code(j, x[c]) {
+                    // Left for a real value: the code stays a number as data, its meaning beside it.
+                    let change = cf.changes.iter().find(|ch| &ch.feature == name).expect("a reported change");
+                    assert!(change.before.parse::<i64>().is_ok_and(|v| v < 0), "{change:?}");
+                    assert!(change.before_means.is_some() && change.after_means.is_none(), "{change:?}");
+                    left += 1;
+                }
             }
         }
     }

@@ -375,7 +375,7 @@ fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<(
         )?;
         let width = c.changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
         for ch in &c.changes {
-            outln!("       {:width$}  {} -> {}", ch.feature, ch.before, ch.after)?;
+            outln!("       {:width$}  {} -> {}", ch.feature, ch.before_text(), ch.after_text())?;
         }
         if !c.rules.is_empty() {
             outln!("       region: {}", c.rules.join("; "))?;
@@ -464,7 +464,7 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
         .zip(&vals)
         .enumerate()
         .take(6)
-        .map(|(j, (attr, v))| format!("{} {}", attr.name, enc.format_value(j, *v)))
+        .map(|(j, (attr, v))| format!("{} {}", attr.name, enc.describe_value(j, *v)))
         .collect();
     outln!("Applicant {row} ({}, …)", profile.join(", "))?;
     match r {
@@ -474,7 +474,7 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
                 let changes: Vec<String> = c
                     .changes
                     .iter()
-                    .map(|ch| format!("{} went from {} to {}", ch.feature, ch.before, ch.after))
+                    .map(|ch| format!("{} went from {} to {}", ch.feature, ch.before_text(), ch.after_text()))
                     .collect();
                 let lead = if c.rank == 1 { "Suggested" } else { "Alternative" };
                 outln!(

@@ -292,17 +292,29 @@ impl Encoding {
     }
 
     /// A raw value as text: category names, integers without decimals, other numbers with at
-    /// most four decimals; a code of the schema (`codes`) with its meaning, as `-8 (no usable
-    /// or valid trades)`.
+    /// most four decimals (data, as a CSV or a query file holds it).
     pub fn format_value(&self, feature: usize, value: Value) -> String {
         match (value, self.attributes.get(feature)) {
             (Value::Category(c), Some(a)) => a.categories.get(c).cloned().unwrap_or_else(|| format!("#{c}")),
-            (Value::Number(x), Some(a)) => match a.codes.iter().find(|(code, _)| *code as f64 == x) {
-                Some((_, meaning)) => format!("{} ({meaning})", format_number(x)),
-                None => format_number(x),
-            },
-            (Value::Number(x), None) => format_number(x),
+            (Value::Number(x), _) => format_number(x),
             (Value::Category(c), None) => format!("#{c}"),
+        }
+    }
+
+    /// What a value stands for when it is one of the feature's `codes` (HELOC's -8: "no usable
+    /// or valid trades"); `None` for any other value.
+    pub fn code_meaning(&self, feature: usize, value: Value) -> Option<&str> {
+        let Value::Number(x) = value else { return None };
+        let a = self.attributes.get(feature)?;
+        a.codes.iter().find(|(code, _)| *code as f64 == x).map(|(_, meaning)| meaning.as_str())
+    }
+
+    /// A value for a person to read: [`Encoding::format_value`], and a code's meaning after it,
+    /// as `-8 (no usable or valid trades)`.
+    pub fn describe_value(&self, feature: usize, value: Value) -> String {
+        match self.code_meaning(feature, value) {
+            Some(meaning) => format!("{} ({meaning})", self.format_value(feature, value)),
+            None => self.format_value(feature, value),
         }
     }
 
