@@ -2,7 +2,9 @@
 //!
 //! Everything is drawn from one [`Xoshiro128PlusPlus`] stream: a schema mixing every feature
 //! kind, random MLPs quantized into the layout the core reads ([`mlp`]), anchors taken from the
-//! quantized encoder's output on random points, and one random tree per anchor.
+//! quantized encoder's output on random points, one random tree per anchor, and a data support
+//! drawn from random points (the values they hold of every other numeric feature, the
+//! combinations they hold of the first two categorical or binary features).
 //! [`Synthetic::parts`] borrows it all as a [`Parts`] for [`bundle::to_slice`];
 //! [`Synthetic::to_bytes`] writes the whole bundle.
 
@@ -10,7 +12,7 @@ pub mod mlp;
 
 pub use mlp::OwnedMlp;
 
-use cent_nostd::bundle::{self, BundleError, Parts, SchemaParts};
+use cent_nostd::bundle::{self, BundleError, LinkParts, Parts, SchemaParts, SupportParts};
 use cent_nostd::capacity::{ANCHORS, CLASSES, COLUMNS, DEPTH, FEATURES, LATENT, LAYERS, NODES, WIDTH};
 use cent_nostd::encoder::EncoderError;
 use cent_nostd::quant::QuantError;
@@ -22,6 +24,8 @@ use std::fmt;
 
 /// Random points the classifier's logits are centred on.
 const CENTERING_SAMPLES: usize = 256;
+/// Random points the data support is drawn from (the synthetic "training rows").
+const SUPPORT_ROWS: usize = 64;
 /// Chance, in percent, that a node off the deep path splits (balanced-ish trees).
 const SPLIT_PERCENT: u32 = 90;
 /// Random columns tried for a split before a node becomes a leaf.
@@ -368,6 +372,58 @@ pub struct Synthetic {
     /// `trees.len() · latent` i16 LE.
     anchors: Vec<u8>,
     trees: Vec<Vec<u8>>,
+    support: OwnedSupport,
+}
+
+/// The bytes behind a synthetic [`SupportParts`].
+#[derive(Debug, Clone, PartialEq, Default)]
+struct OwnedSupport {
+    counts: Vec<u16>,
+    values: Vec<u8>,
+    /// Features and combinations of the one link, if the schema has two categorical or binary
+    /// features.
+    link: Option<(Vec<u16>, Vec<u8>)>,
+}
+
+/// Observed values of every other numeric feature and the combinations of the first two
+/// categorical or binary features, as [`SUPPORT_ROWS`] random points hold them.
+fn random_support<R: Rng + ?Sized>(rng: &mut R, schema: &Schema) -> OwnedSupport {
+    let rows: Vec<Vec<f32>> = (0..SUPPORT_ROWS).map(|_| random_point(rng, schema)).collect();
+    let mut out = OwnedSupport::default();
+    for (j, f) in schema.features().iter().enumerate() {
+        let mut v: Vec<f32> = Vec::new();
+        if matches!(f.kind, Kind::Integer | Kind::Continuous) && j % 2 == 0 {
+            v = rows.iter().map(|r| r[f.col as usize]).collect();
+            v.sort_by(f32::total_cmp);
+            v.dedup();
+        }
+        out.counts.push(v.len() as u16);
+        out.values.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+    }
+    let linked: Vec<usize> = (0..schema.features().len())
+        .filter(|&j| matches!(schema.features()[j].kind, Kind::Categorical | Kind::Binary))
+        .take(2)
+        .collect();
+    if linked.len() == 2 {
+        let code = |f: &Feature, r: &[f32]| match f.kind {
+            Kind::Categorical => cent_nostd::schema::category(f, r).map_or(0.0, f32::from),
+            _ => r[f.col as usize],
+        };
+        let (a, b) = (&schema.features()[linked[0]], &schema.features()[linked[1]]);
+        let mut combos: Vec<([f32; 2], usize)> = Vec::new();
+        for r in &rows {
+            let key = [code(a, r), code(b, r)];
+            match combos.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => combos.push((key, 1)),
+            }
+        }
+        // Most frequent first, then by codes (the host's order).
+        combos.sort_by(|(k, n), (l, m)| m.cmp(n).then(k[0].total_cmp(&l[0])).then(k[1].total_cmp(&l[1])));
+        let bytes = combos.iter().flat_map(|(k, _)| k.iter().flat_map(|v| v.to_le_bytes())).collect();
+        out.link = Some((linked.iter().map(|&j| j as u16).collect(), bytes));
+    }
+    out
 }
 
 impl Synthetic {
@@ -393,7 +449,8 @@ impl Synthetic {
         let trees = (0..spec.anchors)
             .map(|_| random_tree(rng, &schema, spec.depth, spec.max_nodes))
             .collect::<Result<_, _>>()?;
-        Ok(Synthetic { name: spec.name, schema, encoder, classifier, anchors, trees })
+        let support = random_support(rng, &schema);
+        Ok(Synthetic { name: spec.name, schema, encoder, classifier, anchors, trees, support })
     }
 
     pub fn schema(&self) -> &Schema {
@@ -424,6 +481,18 @@ impl Synthetic {
             anchors: &self.anchors,
             // At most ANCHORS trees (checked by `Spec::check`), so every push fits.
             trees: self.trees.iter().map(Vec::as_slice).collect(),
+            // The generator keeps within the capacities (a schema of at most FEATURES, one
+            // link of two features), so every conversion fits.
+            support: SupportParts {
+                counts: self.support.counts.iter().copied().collect(),
+                values: &self.support.values,
+                links: self
+                    .support
+                    .link
+                    .iter()
+                    .map(|(f, c)| LinkParts { features: f.iter().copied().collect(), combinations: c })
+                    .collect(),
+            },
         }
     }
 

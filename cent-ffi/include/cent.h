@@ -33,7 +33,7 @@
 /*
  The bundle format version this library reads (bytes 4 and 5 of a bundle, little-endian).
  */
-#define CENT_BUNDLE_VERSION 3
+#define CENT_BUNDLE_VERSION 4
 
 /*
  Fixed-point units per unit of cost in [`CentAnswer::cost`] (`cost / 65536.0` is the cost).
@@ -44,14 +44,14 @@
 /*
  64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
  */
-#define CENT_BUNDLE_WORDS 334
+#define CENT_BUNDLE_WORDS 372
 #endif
 
 #if !defined(CENT_POINTER_32)
 /*
  64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
  */
-#define CENT_BUNDLE_WORDS 501
+#define CENT_BUNDLE_WORDS 553
 #endif
 
 #if defined(CENT_POINTER_32)

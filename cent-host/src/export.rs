@@ -1,6 +1,7 @@
 //! Writing the device bundle (design §4): the schema, the quantized VAE encoder, the quantized
-//! black box (for the built-in LR/MLP), the atlas anchors (int16 in the encoder's output steps)
-//! and one tree per anchor, as one checksummed postcard file in `cent_nostd::bundle`'s format.
+//! black box (for the built-in LR/MLP), the atlas anchors (int16 in the encoder's output steps),
+//! one tree per anchor and the training rows' data support (observed values and link
+//! combinations), as one checksummed postcard file in `cent_nostd::bundle`'s format.
 //!
 //! Every bundle is re-loaded with [`Bundle::from_bytes`] before it is returned, so the exporter
 //! never hands out a file the device would reject.
@@ -9,6 +10,7 @@ use crate::artifacts::Artifacts;
 use crate::atlas::{self, Atlas, AtlasError, AtlasParams, PoolData};
 use crate::blackbox::{BlackBox, ModelKind};
 use crate::quantize::{QuantizeError, QuantizedMlp, quantize_mlp};
+use crate::support::{DeviceSupport, Support};
 use cent_nostd::bundle::{self, Bundle, BundleError, LayerParts, MlpParts, Parts, SchemaParts};
 use cent_nostd::encoder::WeightWidth;
 use cent_nostd::schema::Schema;
@@ -44,12 +46,14 @@ pub struct Sizes {
     pub classifier: usize,
     pub anchors: usize,
     pub trees: usize,
+    /// Observed values and link combinations.
+    pub support: usize,
     pub total: usize,
 }
 
 impl Sizes {
     /// `(part, bytes)` rows in file order, total last.
-    pub fn rows(&self) -> [(&'static str, usize); 8] {
+    pub fn rows(&self) -> [(&'static str, usize); 9] {
         [
             ("header", self.header),
             ("name", self.other),
@@ -58,6 +62,7 @@ impl Sizes {
             ("classifier", self.classifier),
             ("anchors", self.anchors),
             ("trees", self.trees),
+            ("support", self.support),
             ("total", self.total),
         ]
     }
@@ -103,7 +108,8 @@ pub fn export(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Resul
     let encoder = quantize("VAE encoder", &a.vae.encoder)?;
     let classifier = quantize("classifier", &a.model.mlp)?;
     let name = bundle_name(&a.name, a.model.kind, params.seed);
-    let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas)?;
+    let support = Support::new(&a.prepared.encoding, rows).device();
+    let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas, &support)?;
     let test = &a.prepared.test.data;
     let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &a.model.classify(test));
     Ok(Export { bytes, sizes, atlas, encoder, classifier: Some(classifier), test_fidelity })
@@ -118,7 +124,8 @@ pub fn write_bundle(a: &Artifacts, params: AtlasParams, weights: WeightWidth) ->
 }
 
 /// Writes the bundle of already-built parts, checks that the device loader accepts it, and
-/// measures its parts. `classifier` is `None` for a black box the device cannot carry.
+/// measures its parts. `classifier` is `None` for a black box the device cannot carry;
+/// `support` is the training rows' ([`Support::device`]), or empty for none.
 ///
 /// # Errors
 /// [`ExportError::Capacity`] when a part exceeds the core's capacities, [`ExportError::Bundle`]
@@ -129,6 +136,7 @@ pub fn assemble(
     encoder: &QuantizedMlp,
     classifier: Option<&QuantizedMlp>,
     atlas: &Atlas,
+    support: &DeviceSupport,
 ) -> Result<(Vec<u8>, Sizes), ExportError> {
     let anchors = atlas.anchor_bytes(encoder.output_scale);
     let trees: Vec<&[u8]> = atlas.trees.iter().map(|t| t.bytes.as_slice()).collect();
@@ -140,6 +148,7 @@ pub fn assemble(
         latent: u8::try_from(atlas.latent).map_err(|_| ExportError::Capacity("latent size"))?,
         anchors: &anchors,
         trees: heapless::Vec::from_slice(&trees).map_err(|_| ExportError::Capacity("anchors"))?,
+        support: support.parts().ok_or(ExportError::Capacity("links"))?,
     };
     Bundle::from_parts(&parts).map_err(ExportError::Bundle)?;
     let sizes = measure(&parts)?;
@@ -183,9 +192,10 @@ fn measure(parts: &Parts<'_>) -> Result<Sizes, ExportError> {
         classifier: size(&parts.classifier)?,
         anchors: size(parts.anchors)?,
         trees: size(&parts.trees)?,
+        support: size(&parts.support)?,
         total: 0,
     };
-    s.total = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees;
+    s.total = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees + s.support;
     debug_assert_eq!(s.total - s.header, size(parts)?);
     Ok(s)
 }
@@ -247,7 +257,7 @@ mod tests {
     #[test]
     fn test_assemble_round_trips_and_sizes_add_up() {
         let (schema, encoder, atlas) = tiny();
-        let (bytes, sizes) = assemble("tiny", &schema, &encoder, None, &atlas).unwrap();
+        let (bytes, sizes) = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default()).unwrap();
         assert_eq!(sizes.total, bytes.len());
         assert_eq!(sizes.classifier, 1, "None is one byte");
         assert_eq!(sizes.anchors, 1 + 2 * 2 * 2, "length prefix + 4 int16");
@@ -264,7 +274,7 @@ mod tests {
         let mut schema = Schema::new(2);
         let group = Feature::ordinal(0, 2).with_mutability(cent_nostd::schema::Mutability::IncreaseOnly);
         schema.push(group).unwrap();
-        let (bytes, _) = assemble("tiny", &schema, &encoder, None, &atlas).unwrap();
+        let (bytes, _) = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default()).unwrap();
         let b = Bundle::from_bytes(&bytes).unwrap();
         assert_eq!(b.schema, schema);
         assert!(b.schema.features()[0].ordered);
@@ -275,7 +285,7 @@ mod tests {
         let (schema, encoder, mut atlas) = tiny();
         atlas.latent = 1;
         atlas.anchors.truncate(2);
-        let err = assemble("tiny", &schema, &encoder, None, &atlas).unwrap_err();
+        let err = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default()).unwrap_err();
         assert!(matches!(err, ExportError::Bundle(BundleError::Mismatch)), "{err}");
     }
 

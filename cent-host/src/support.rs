@@ -23,6 +23,8 @@
 //! ```
 
 use crate::data::{Encoding, LinkKind, ValueSupport};
+use cent_nostd::bundle::{LinkParts, SupportParts};
+use cent_nostd::capacity::VALUES;
 use cent_nostd::schema::{self as core, Kind};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -230,6 +232,67 @@ impl Support {
             unseen += usize::from(!o.contains(after));
         }
         (unseen, changed)
+    }
+}
+
+/// The support in the device bundle's form ([`cent_nostd::support`]), owning its bytes: per
+/// feature its observed values (a feature with more than [`VALUES`] keeps that many, evenly
+/// spaced in rank from its smallest to its largest: every one still a value people have), and
+/// per link its combinations, most frequent first (then by code), as the codes the device
+/// compares: a category's index, a binary's 0 or 1, a number's encoded value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DeviceSupport {
+    counts: Vec<u16>,
+    values: Vec<u8>,
+    links: Vec<(Vec<u16>, Vec<u8>)>,
+}
+
+impl DeviceSupport {
+    /// The wire parts, borrowing the bytes; `None` when a link or a count exceeds the device's
+    /// capacities.
+    pub fn parts(&self) -> Option<SupportParts<'_>> {
+        let mut links = heapless::Vec::new();
+        for (features, combinations) in &self.links {
+            let features = heapless::Vec::from_slice(features).ok()?;
+            links.push(LinkParts { features, combinations }).ok()?;
+        }
+        Some(SupportParts { counts: heapless::Vec::from_slice(&self.counts).ok()?, values: &self.values, links })
+    }
+}
+
+impl Support {
+    /// This support in the device bundle's form (see [`DeviceSupport`]).
+    pub fn device(&self) -> DeviceSupport {
+        let le = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let mut out = DeviceSupport::default();
+        if self.observed.iter().any(Option::is_some) {
+            for o in &self.observed {
+                let v = o.as_ref().map_or(&[][..], |o| o.encoded.as_slice());
+                let kept: Vec<f32> = if v.len() > VALUES {
+                    (0..VALUES).map(|i| v[i * (v.len() - 1) / (VALUES - 1)]).collect()
+                } else {
+                    v.to_vec()
+                };
+                out.counts.push(kept.len() as u16);
+                out.values.extend(le(&kept));
+            }
+        }
+        for l in &self.links {
+            let mut rows: Vec<(&Vec<i64>, usize)> = l.counts.iter().map(|(c, &n)| (c, n)).collect();
+            rows.sort_by_key(|&(c, n)| (Reverse(n), c.clone()));
+            let mut flat = Vec::new();
+            for (codes, _) in rows {
+                for (k, (&c, &j)) in codes.iter().zip(&l.features).enumerate() {
+                    let v = match self.features[j].kind {
+                        Kind::Integer | Kind::Continuous => l.values[k].get(&c).copied().unwrap_or(f32::NAN),
+                        _ => c as f32,
+                    };
+                    flat.push(v);
+                }
+            }
+            out.links.push((l.features.iter().map(|&j| j as u16).collect(), le(&flat)));
+        }
+        out
     }
 }
 
@@ -953,5 +1016,98 @@ age,gain,hours,status,role,sex,edu,years,y
         assert_eq!(after[marital], divorced);
         assert_ne!(after[e.feature_index("relationship").unwrap()], Value::Category(husband));
         assert_eq!(after[e.feature_index("sex").unwrap()], raw[e.feature_index("sex").unwrap()], "sex kept");
+    }
+
+    /// The device's support, read from the bundle form [`Support::device`] writes, keeps
+    /// candidates to the data exactly as this one does: the same snapped value for every value
+    /// and box on a grid, and the same repair (or the same refusal) for every factual and every
+    /// change of one or two linked features, numeric partners included.
+    #[test]
+    fn test_device_support_agrees_with_the_host() {
+        let t = toy();
+        let schema = crate::profile::device_schema(&t.encoding.to_core_schema()).unwrap();
+        let device = t.support.device();
+        let parts = device.parts().unwrap();
+        let core = parts.to_support(&schema).unwrap();
+        assert_eq!(core.links(), t.support.n_links());
+        let grid: Vec<f32> = (-2..=22).map(|i| i as f32 * 0.05).collect();
+        for j in [AGE, GAIN, HOURS, YEARS] {
+            assert_eq!(core.observed(j), t.support.observed(j).map_or(0, <[f32]>::len), "feature {j}");
+            for &v in &grid {
+                for &lo in &grid {
+                    for &hi in grid.iter().filter(|&&hi| hi >= lo) {
+                        assert_eq!(
+                            core.snap(j, v, lo, hi),
+                            t.support.snap(j, v, lo, hi),
+                            "feature {j}: {v} in ({lo}, {hi}]"
+                        );
+                    }
+                }
+            }
+        }
+        // Every value each linked feature takes in the rows, as (feature, encoded columns).
+        let linked = [STATUS, ROLE, SEX, EDU, YEARS];
+        let mut values: Vec<(usize, Vec<f32>)> = Vec::new();
+        for i in 0..t.table.len() {
+            let row = t.row(i);
+            for &j in &linked {
+                let cols = row[t.encoding.to_core_schema().features()[j].columns()].to_vec();
+                if !values.contains(&(j, cols.clone())) {
+                    values.push((j, cols));
+                }
+            }
+        }
+        let layout = t.encoding.to_core_schema();
+        let put = |row: &mut Vec<f32>, (j, cols): &(usize, Vec<f32>)| {
+            row[layout.features()[*j].columns()].copy_from_slice(cols)
+        };
+        let (mut repaired, mut refused) = (0, 0);
+        for i in 0..t.table.len() {
+            let x = t.row(i);
+            for a in &values {
+                for b in values.iter().filter(|b| b.0 > a.0) {
+                    for moves in [vec![a], vec![a, b]] {
+                        let mut cand = x.clone();
+                        moves.iter().for_each(|m| put(&mut cand, m));
+                        let (mut host, mut dev) = (cand.clone(), cand.clone());
+                        let ok = t.support.repair(&x, &mut host);
+                        assert_eq!(core.repair(&schema, &x, &mut dev), ok, "row {i}, {moves:?}");
+                        if ok {
+                            assert_eq!(dev, host, "row {i}, {moves:?}");
+                            assert_eq!(core.broken(&schema, &x, &dev), 0);
+                            repaired += usize::from(host != cand);
+                        } else {
+                            refused += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(repaired > 50 && refused > 50, "the grid exercises both: {repaired} repaired, {refused} refused");
+    }
+
+    /// A feature with more observed values than the device keeps is thinned to an evenly spaced
+    /// selection of them, smallest and largest included: all still values people have.
+    #[test]
+    fn test_device_support_thins_long_value_lists_to_observed_values() {
+        let prepared = crate::data::prepare(crate::data::load_adult().unwrap(), 0.2, 7).unwrap();
+        let e = &prepared.encoding;
+        let mut rows = prepared.train.data.clone();
+        // Give capital-gain 600 distinct values (each a training row's).
+        let gain = e.feature_index("capital-gain").unwrap();
+        let col = e.to_core_schema().features()[gain].col as usize;
+        for (i, row) in rows.chunks_exact_mut(e.n_cols()).take(600).enumerate() {
+            row[col] = i as f32 / 1000.0;
+        }
+        let host = Support::new(e, &rows);
+        let all = host.observed(gain).unwrap();
+        assert!(all.len() > VALUES);
+        let schema = crate::profile::device_schema(&e.to_core_schema()).unwrap();
+        let device = host.device();
+        let core = device.parts().unwrap().to_support(&schema).unwrap();
+        assert_eq!(core.observed(gain), VALUES);
+        let kept: Vec<f32> = (0..VALUES).map(|i| core.value(gain, i).unwrap()).collect();
+        assert!(kept.iter().all(|v| all.contains(v)));
+        assert_eq!((kept[0], kept[VALUES - 1]), (all[0], all[all.len() - 1]));
     }
 }

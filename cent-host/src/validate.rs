@@ -29,6 +29,7 @@ use cent_nostd::counterfactual;
 use cent_nostd::encoder::EncoderError;
 use cent_nostd::graph::SCALE;
 use cent_nostd::schema::{Query, Schema};
+use cent_nostd::support::Support;
 use cent_nostd::tree::Tree;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
@@ -129,6 +130,7 @@ pub fn line(index: usize, outcome: &Outcome) -> String {
 pub struct FullPrecision<'m, 'a> {
     oracle: F32Oracle<'m, 'a>,
     schema: &'m Schema,
+    support: &'m Support<'a>,
     explainer: Box<Explainer<NODES>>,
 }
 
@@ -162,14 +164,14 @@ impl<'m, 'a> FullPrecision<'m, 'a> {
     /// The full-precision twin of `bundle`, with the float weights it was quantized from.
     pub fn new(bundle: &'m Bundle<'a>, encoder: &'m layers::Mlp, classifier: Option<&'m layers::Mlp>) -> Self {
         let oracle = F32Oracle { atlas: &bundle.atlas, encoder, scale: bundle.encoder.output_scale(), classifier };
-        FullPrecision { oracle, schema: &bundle.schema, explainer: Box::default() }
+        FullPrecision { oracle, schema: &bundle.schema, support: &bundle.support, explainer: Box::default() }
     }
 
     /// Explains `x` like `cent_nostd::atlas::Explainer::explain`, up to [`RESULTS`] results.
     pub fn run(&mut self, x: &[f32], query: &Query, seed: u64) -> Outcome {
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
         let mut out: heapless::Vec<Counterfactual, RESULTS> = heapless::Vec::new();
-        let context = (self.schema, self.oracle.atlas);
+        let context = (self.schema, self.oracle.atlas, self.support);
         let summary =
             self.explainer.explain_with(&self.oracle, context, x, query, Options::default(), &mut rng, &mut out)?;
         Ok((summary, out.into_iter().collect()))
@@ -234,6 +236,12 @@ pub struct PathStats {
     pub flip_rate: f64,
     /// Returned counterfactuals (all ranks) that break a constraint (`counterfactual::check`).
     pub violations: usize,
+    /// Returned counterfactuals (all ranks) with a changed value of an observed-support
+    /// feature that no training row has ([`crate::support::Support::unseen`]).
+    pub unseen: usize,
+    /// Returned counterfactuals (all ranks) that break a schema link
+    /// ([`crate::support::Support::broken`]).
+    pub broken: usize,
     /// Queries that ended in an error rather than a result or a "not found".
     pub errors: usize,
     /// Means over the confirmed first counterfactuals: changed logical features, encoded l2
@@ -291,7 +299,7 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
     let cent = explain::Explainer::new(&a.prepared.encoding, &a.model, &a.vae.encoder, &a.prepared.train.data, config)?;
     for &r in &rows {
         let x = &test.data[r * columns..(r + 1) * columns];
-        let ctx = Query1 { model: a, schema: &b.schema, query: &query, x };
+        let ctx = Query1 { model: a, schema: &b.schema, query: &query, support: cent.support(), x };
         acc.latent(&b, &a.vae.encoder, x);
         let t = Instant::now();
         let q = run_device(&mut device, &b.model(), x, &query, r as u64);
@@ -345,6 +353,8 @@ struct Query1<'q> {
     model: &'q Artifacts,
     schema: &'q Schema,
     query: &'q Query,
+    /// The training rows' values and combinations, judging every path alike.
+    support: &'q crate::support::Support,
     x: &'q [f32],
 }
 
@@ -360,6 +370,8 @@ struct PathAcc {
     found: usize,
     flips: usize,
     violations: usize,
+    unseen: usize,
+    broken: usize,
     errors: usize,
     l0: f64,
     l2: f64,
@@ -403,6 +415,8 @@ impl PathAcc {
 
     fn add(&mut self, q: &Query1<'_>, all: &[&[f32]], first: Option<(&[f32], f64)>) {
         self.violations += all.iter().filter(|cf| counterfactual::check(q.schema, q.query, q.x, cf).is_err()).count();
+        self.unseen += all.iter().filter(|cf| q.support.unseen(q.x, cf).0 > 0).count();
+        self.broken += all.iter().filter(|cf| q.support.broken(q.x, cf) > 0).count();
         let Some((cf, cost)) = first else { return };
         self.found += 1;
         if q.class(cf) == q.class(q.x) {
@@ -420,6 +434,8 @@ impl PathAcc {
             found: per(self.found as f64, self.queries),
             flip_rate: per(self.flips as f64, self.queries),
             violations: self.violations,
+            unseen: self.unseen,
+            broken: self.broken,
             errors: self.errors,
             l0: per(self.l0, self.flips),
             l2: per(self.l2, self.flips),
@@ -557,7 +573,7 @@ mod tests {
         );
         let trees = vec![tree.clone(), tree];
         let atlas = atlas::Atlas { latent: 2, anchors: vec![0.2, 0.5, 0.8, 0.5], anchor_class: vec![0, 1], trees };
-        let (bytes, _) = crate::export::assemble("tiny", &schema, &qe, Some(&qc), &atlas).unwrap();
+        let (bytes, _) = crate::export::assemble("tiny", &schema, &qe, Some(&qc), &atlas, &Default::default()).unwrap();
         (bytes, encoder, classifier)
     }
 

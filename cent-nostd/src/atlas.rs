@@ -11,6 +11,7 @@ use crate::encoder::{EncoderError, Mlp};
 use crate::graph::{Graph, GraphError};
 use crate::schema::{Query, Schema};
 use crate::search::{Search, SearchError, Target};
+use crate::support::Support;
 use crate::tree::{Bounds, NodeIdx, Tree, TreeError};
 use core::fmt;
 use rand_core::Rng;
@@ -210,6 +211,7 @@ pub struct Model<'m, 'a> {
     pub encoder: &'m Mlp<'a>,
     pub classifier: Option<&'m Mlp<'a>>,
     pub atlas: &'m Atlas<'a>,
+    pub support: &'m Support<'a>,
 }
 
 /// The models around the atlas, as the explainer's loop sees them: which anchor a query belongs
@@ -310,7 +312,7 @@ impl<const N: usize> Explainer<N> {
         rng: &mut R,
         out: &mut heapless::Vec<Counterfactual, K>,
     ) -> Result<Summary, ExplainError> {
-        self.explain_with(model, (model.schema, model.atlas), x, query, options, rng, out)
+        self.explain_with(model, (model.schema, model.atlas, model.support), x, query, options, rng, out)
     }
 
     /// [`Explainer::explain`] with any [`Oracle`] over `schema` and `atlas`.
@@ -321,7 +323,7 @@ impl<const N: usize> Explainer<N> {
     pub fn explain_with<O: Oracle, R: Rng + Clone, const K: usize>(
         &mut self,
         oracle: &O,
-        (schema, atlas): (&Schema, &Atlas<'_>),
+        (schema, atlas, support): (&Schema, &Atlas<'_>, &Support<'_>),
         x: &[f32],
         query: &Query,
         options: Options,
@@ -349,8 +351,16 @@ impl<const N: usize> Explainer<N> {
                 break;
             };
             summary.examined += 1;
-            let (found, any_built) =
-                self.try_leaf(oracle, (schema, tree), x, query, (target, options.lead), hit.leaf, rng, &mut summary)?;
+            let (found, any_built) = self.try_leaf(
+                oracle,
+                (schema, tree, support),
+                x,
+                query,
+                (target, options.lead),
+                hit.leaf,
+                rng,
+                &mut summary,
+            )?;
             built = built.saturating_add(u8::from(any_built));
             if let Some((cf, class)) = found {
                 let changed = counterfactual::changed(schema, x, &cf);
@@ -374,14 +384,15 @@ type Confirmed = (heapless::Vec<f32, COLUMNS>, Option<u8>);
 
 impl<const N: usize> Explainer<N> {
     /// Builds the leaf's counterfactual at each margin of [`MARGIN_LADDER`] with one replayed
-    /// draw (so moves grow monotonically) and keeps the first the classifier confirms with at
-    /// least `lead` logits to spare (the first built one when the bundle has no classifier).
-    /// Also says whether any was built.
+    /// draw (so moves grow monotonically), kept to the data support ([`Support::settle`]; a
+    /// point it drops or whose repair breaks a constraint is not built), and keeps the first
+    /// the classifier confirms with at least `lead` logits to spare (the first built one when
+    /// the bundle has no classifier). Also says whether any was built.
     #[allow(clippy::too_many_arguments)]
     fn try_leaf<O: Oracle, R: Rng + Clone>(
         &self,
         oracle: &O,
-        (schema, tree): (&Schema, &Tree<'_>),
+        (schema, tree, support): (&Schema, &Tree<'_>, &Support<'_>),
         x: &[f32],
         query: &Query,
         (target, lead): (Target, f32),
@@ -404,10 +415,18 @@ impl<const N: usize> Explainer<N> {
             let built = counterfactual::realize_in(schema, &q, tree, leaf, &bounds, x, &mut draw, &mut cf);
             *rng = draw;
             match built {
-                Ok(()) => any_built = true,
+                Ok(()) => {}
                 Err(CounterfactualError::Input) => return Err(ExplainError::Input),
                 Err(_) => continue,
             }
+            // Values and combinations people have; a repair re-checked against the query.
+            if !support.is_empty() {
+                let kept = support.settle(schema, &bounds, x, &mut cf);
+                if !kept || counterfactual::check(schema, query, x, &cf).is_err() {
+                    continue;
+                }
+            }
+            any_built = true;
             if cf == last_refused || cf.as_slice() == x {
                 summary.rejected = summary.rejected.saturating_add(1);
                 continue;

@@ -2,22 +2,24 @@
 //!
 //! Layout: `b"CENT"`, format version (u16 LE), payload length (u32 LE), CRC-32 of the payload
 //! (u32 LE, IEEE polynomial), then the postcard payload [`Parts`]. Large arrays (weights, tree
-//! records, anchors) are borrowed byte slices, so a bundle in flash is read in place.
+//! records, anchors, observed values) are borrowed byte slices, so a bundle in flash is read in
+//! place.
 //! [`Bundle::from_bytes`] checks the header, checksum, every length, index and scale once and
 //! returns typed views the hot path trusts; it returns `Err` — never panics — on any byte string.
 
 use crate::atlas::{Atlas, AtlasError, Model};
-use crate::capacity::{ANCHORS, COLUMNS, FEATURES, LAYERS};
+use crate::capacity::{ANCHORS, COLUMNS, FEATURES, LAYERS, LINK_FEATURES, LINKS};
 use crate::encoder::{DenseParts, EncoderError, Mlp};
 use crate::schema::{Feature, Kind, Mutability, Schema, SchemaError};
+use crate::support::{Support, SupportError};
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
 /// First bytes of every bundle.
 pub const MAGIC: [u8; 4] = *b"CENT";
 /// The format version this build reads and writes (2: features carry `ordered`; 3: layers
-/// carry their weight width).
-pub const VERSION: u16 = 3;
+/// carry their weight width; 4: the data support, observed values and links).
+pub const VERSION: u16 = 4;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 14;
 
@@ -42,6 +44,7 @@ pub enum BundleError {
     Encoder(EncoderError),
     Classifier(EncoderError),
     Atlas(AtlasError),
+    Support(SupportError),
     /// The encoder, classifier, atlas and schema disagree on a dimension.
     Mismatch,
     /// The output buffer is too small (writing only).
@@ -62,6 +65,7 @@ impl fmt::Display for BundleError {
             BundleError::Encoder(e) => write!(f, "bundle encoder: {e}"),
             BundleError::Classifier(e) => write!(f, "bundle classifier: {e}"),
             BundleError::Atlas(e) => write!(f, "bundle atlas: {e}"),
+            BundleError::Support(e) => write!(f, "bundle support: {e}"),
             BundleError::Mismatch => write!(f, "bundle parts disagree on a dimension"),
             BundleError::Buffer => write!(f, "output buffer too small for the bundle"),
         }
@@ -121,6 +125,40 @@ pub struct MlpParts<'a> {
     pub layers: heapless::Vec<LayerParts<'a>, LAYERS>,
 }
 
+/// One link of the data support on the wire (see [`crate::support`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkParts<'a> {
+    /// Feature positions in the schema.
+    pub features: heapless::Vec<u16, LINK_FEATURES>,
+    /// `features.len()` little-endian `f32` per observed combination, most frequent first.
+    pub combinations: &'a [u8],
+}
+
+/// The data support on the wire (see [`crate::support`]); all empty for none.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SupportParts<'a> {
+    /// Observed values per feature (0: any value in range), or no entry at all.
+    pub counts: heapless::Vec<u16, FEATURES>,
+    /// The observed values, feature after feature, ascending little-endian `f32`.
+    pub values: &'a [u8],
+    #[serde(borrow)]
+    pub links: heapless::Vec<LinkParts<'a>, LINKS>,
+}
+
+impl<'a> SupportParts<'a> {
+    /// Validates the support against `schema`.
+    ///
+    /// # Errors
+    /// [`SupportError`] for counts that do not match, values out of order, or a bad link.
+    pub fn to_support(&self, schema: &Schema) -> Result<Support<'a>, SupportError> {
+        let mut support = Support::new(schema, &self.counts, self.values)?;
+        for l in &self.links {
+            support.push_link(schema, &l.features, l.combinations)?;
+        }
+        Ok(support)
+    }
+}
+
 /// The whole payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Parts<'a> {
@@ -137,6 +175,9 @@ pub struct Parts<'a> {
     /// Node records of each anchor's tree (see [`crate::tree`]).
     #[serde(borrow)]
     pub trees: heapless::Vec<&'a [u8], ANCHORS>,
+    /// Values and combinations the answers keep to.
+    #[serde(borrow)]
+    pub support: SupportParts<'a>,
 }
 
 impl SchemaParts {
@@ -268,7 +309,8 @@ impl<'a> MlpParts<'a> {
     }
 }
 
-/// A validated bundle: the schema, the quantized encoder and classifier, and the atlas.
+/// A validated bundle: the schema, the quantized encoder and classifier, the atlas and the data
+/// support.
 #[derive(Debug, Clone)]
 pub struct Bundle<'a> {
     pub name: &'a str,
@@ -276,6 +318,7 @@ pub struct Bundle<'a> {
     pub encoder: Mlp<'a>,
     pub classifier: Option<Mlp<'a>>,
     pub atlas: Atlas<'a>,
+    pub support: Support<'a>,
 }
 
 impl<'a> Bundle<'a> {
@@ -312,12 +355,19 @@ impl<'a> Bundle<'a> {
         }
         let atlas = Atlas::new(latent, parts.anchors, &parts.trees, schema.columns(), schema.classes())
             .map_err(BundleError::Atlas)?;
-        Ok(Bundle { name: parts.name, schema, encoder, classifier, atlas })
+        let support = parts.support.to_support(&schema).map_err(BundleError::Support)?;
+        Ok(Bundle { name: parts.name, schema, encoder, classifier, atlas, support })
     }
 
     /// The borrowed model `explain` runs on.
     pub fn model(&self) -> Model<'_, 'a> {
-        Model { schema: &self.schema, encoder: &self.encoder, classifier: self.classifier.as_ref(), atlas: &self.atlas }
+        Model {
+            schema: &self.schema,
+            encoder: &self.encoder,
+            classifier: self.classifier.as_ref(),
+            atlas: &self.atlas,
+            support: &self.support,
+        }
     }
 }
 
@@ -469,6 +519,7 @@ pub(crate) mod tests {
                 latent: 2,
                 anchors: &self.anchors,
                 trees: heapless::Vec::from_slice(&[&self.tree[..], &self.tree[..]]).unwrap(),
+                support: SupportParts::default(),
             }
         }
 
@@ -524,6 +575,62 @@ pub(crate) mod tests {
         assert!(line.ends_with(&std::format!("x={:08x},{:08x}", out[0].x[0].to_bits(), 0.1f32.to_bits())), "{line}");
         let err = crate::atlas::Line { index: 2, outcome: Err(crate::atlas::ExplainError::Target) };
         assert_eq!(std::format!("{err}"), "q=2 error=desired class is the current class or unknown");
+    }
+
+    /// The fixture with observed values on its mutable feature: every answer lands on one, and
+    /// a box that holds none builds nothing.
+    #[test]
+    fn test_support_round_trips_and_keeps_answers_to_observed_values() {
+        let fx = Fixture::new();
+        let observed: Vec<u8> = [0.1f32, 0.3, 0.62, 0.95].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let support = SupportParts {
+            counts: heapless::Vec::from_slice(&[4, 0]).unwrap(),
+            values: &observed,
+            links: heapless::Vec::new(),
+        };
+        let parts = Parts { support, ..fx.parts() };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        let (decoded, _) = postcard::take_from_bytes::<Parts<'_>>(&buf[HEADER_LEN..n]).unwrap();
+        assert_eq!(decoded, parts);
+        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        assert_eq!(bundle.support.observed(0), 4);
+        let mut explainer: Explainer<8> = Explainer::new();
+        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
+        let q = bundle.schema.default_query();
+        for seed in 0..20 {
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+            let options = Options { lead: 0.0, ..Options::default() };
+            explainer.explain(&bundle.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
+            assert!(!out.is_empty() && out.iter().all(|c| c.x[0] == 0.62 || c.x[0] == 0.95), "{out:?}");
+        }
+        // Nobody above 0.5: the contrast leaf builds nothing.
+        let low: Vec<u8> = [0.1f32, 0.3].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let support = SupportParts {
+            counts: heapless::Vec::from_slice(&[2, 0]).unwrap(),
+            values: &low,
+            links: heapless::Vec::new(),
+        };
+        let parts = Parts { support, ..fx.parts() };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
+        let summary =
+            explainer.explain(&bundle.model(), &[0.2, 0.7], &q, Options::default(), &mut rng, &mut out).unwrap();
+        assert_eq!((out.len(), summary.not_found), (0, Some(NotFound::Blocked)));
+        // Values out of order are refused with the feature named.
+        let bad: Vec<u8> = [0.3f32, 0.1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let support = SupportParts {
+            counts: heapless::Vec::from_slice(&[2, 0]).unwrap(),
+            values: &bad,
+            links: heapless::Vec::new(),
+        };
+        let parts = Parts { support, ..fx.parts() };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        let err = Bundle::from_bytes(&buf[..n]).unwrap_err();
+        assert_eq!(err, BundleError::Support(SupportError::Values { feature: 0 }));
     }
 
     #[test]
@@ -586,10 +693,10 @@ pub(crate) mod tests {
     #[test]
     fn test_version_and_foreign_files() {
         let mut bytes = Fixture::new().bytes();
-        bytes[4] = 2; // the format before layers carried their weight width
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 2 });
-        bytes[4] = 4;
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 4 });
+        bytes[4] = 3; // the format before the data support
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 3 });
+        bytes[4] = 5;
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 5 });
         assert_eq!(Bundle::from_bytes(b"\x89PNG\r\n\x1a\n0000000000").unwrap_err(), BundleError::Magic);
         assert_eq!(Bundle::from_bytes(b"").unwrap_err(), BundleError::Length);
     }

@@ -5,7 +5,8 @@
 //! [`graph::Graph`]; [`search::Search`] pops contrast leaves in increasing cost; and
 //! [`counterfactual`] turns a leaf box into a candidate `x'` that respects every constraint.
 //! On the device, [`encoder`] / [`quant`] map `x` into latent space, [`atlas`] picks the nearest
-//! anchor's tree and [`bundle`] is the one wire format.
+//! anchor's tree, [`support`] keeps its answers to values and combinations people have, and
+//! [`bundle`] is the one wire format.
 //!
 //! Nothing here allocates or panics on input; capacities are named constants or const generics
 //! and exceeding one is an error value.
@@ -45,6 +46,7 @@ pub mod graph;
 pub mod quant;
 pub mod schema;
 pub mod search;
+pub mod support;
 pub mod tree;
 
 /// Capacities. The constants at the top are the device profile and the defaults of every
@@ -71,6 +73,12 @@ pub mod capacity {
     pub const WIDTH: usize = 64;
     /// Classes of the black box.
     pub const CLASSES: usize = 16;
+    /// Observed values one feature keeps to on the device ([`crate::support`]).
+    pub const VALUES: usize = 256;
+    /// Links of a bundle's support.
+    pub const LINKS: usize = 8;
+    /// Features of one link.
+    pub const LINK_FEATURES: usize = 4;
 
     /// The host profile: the same schema, tree, graph, search and counterfactual code with
     /// workstation-sized limits (wide one-hot encodings, large surrogate trees, many classes).

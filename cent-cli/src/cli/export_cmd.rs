@@ -234,7 +234,7 @@ fn print_report(r: &Report) -> Result<()> {
         r.flip_gap_points
     )?;
     outln!(
-        "  {:<16} {:>7} {:>7} {:>6} {:>7} {:>7} {:>5} {:>5} {:>10}",
+        "  {:<16} {:>7} {:>7} {:>6} {:>7} {:>7} {:>5} {:>6} {:>6} {:>5} {:>10}",
         "",
         "found",
         "flip",
@@ -242,6 +242,8 @@ fn print_report(r: &Report) -> Result<()> {
         "l2",
         "cost",
         "viol",
+        "unseen",
+        "broken",
         "err",
         "us/query"
     )?;
@@ -254,13 +256,15 @@ fn print_report(r: &Report) -> Result<()> {
 
 fn print_stats(label: &str, s: &PathStats) -> Result<()> {
     outln!(
-        "  {label:<16} {:>7.3} {:>7.3} {:>6.2} {:>7.3} {:>7.3} {:>5} {:>5} {:>10.1}",
+        "  {label:<16} {:>7.3} {:>7.3} {:>6.2} {:>7.3} {:>7.3} {:>5} {:>6} {:>6} {:>5} {:>10.1}",
         s.found,
         s.flip_rate,
         s.l0,
         s.l2,
         s.cost,
         s.violations,
+        s.unseen,
+        s.broken,
         s.errors,
         s.micros
     )
@@ -269,12 +273,12 @@ fn print_stats(label: &str, s: &PathStats) -> Result<()> {
 /// One Markdown row per dataset (the README's table).
 fn print_table(reports: &[Report]) -> Result<()> {
     outln!(
-        "| bundle | bytes | anchor agreement | identical | flip quantized | flip f32 | gap (points) | flip CEnt | l0 atlas / CEnt | cost atlas / CEnt |"
+        "| bundle | bytes | anchor agreement | identical | flip quantized | flip f32 | gap (points) | flip CEnt | l0 atlas / CEnt | cost atlas / CEnt | unseen / broken (atlas) |"
     )?;
-    outln!("|---|---|---|---|---|---|---|---|---|---|")?;
+    outln!("|---|---|---|---|---|---|---|---|---|---|---|")?;
     for r in reports {
         outln!(
-            "| {} | {} | {:.2} % | {:.2} % | {:.3} | {:.3} | {:.2} | {:.3} | {:.2} / {:.2} | {:.3} / {:.3} |",
+            "| {} | {} | {:.2} % | {:.2} % | {:.3} | {:.3} | {:.2} | {:.3} | {:.2} / {:.2} | {:.3} / {:.3} | {} / {} |",
             r.name,
             r.bytes,
             r.anchor_agreement * 100.0,
@@ -286,7 +290,9 @@ fn print_table(reports: &[Report]) -> Result<()> {
             r.quantized.l0,
             r.cent.l0,
             r.quantized.cost,
-            r.cent.cost
+            r.cent.cost,
+            r.quantized.unseen,
+            r.quantized.broken
         )?;
     }
     Ok(())
