@@ -269,10 +269,13 @@ impl Default for Options {
     }
 }
 
-/// Default [`Options::lead`]: a few times the logit error an A16W8 classifier shows against its
+/// Default [`Options::lead`]: `ln 1.5`, the lead of a probability of 0.6 over 0.4, so that
+/// between two classes a confirmed answer holds at the host explainer's default minimum
+/// probability (0.6); with more classes it asks the target to be 1.5 times as probable as the
+/// runner-up. It is also several times the logit error an A16W8 classifier shows against its
 /// float weights on the built-in datasets (A16W16's is far smaller; `cent validate` reports the
 /// resulting agreement).
-pub const CONFIRM_LEAD: f32 = 0.25;
+pub const CONFIRM_LEAD: f32 = 0.405_465_1;
 
 /// Margin divisors tried per contrast leaf, as multiples of the query's `m`: the inward margin
 /// `|N(0, sigma/m)|` grows along the ladder (with the same random draw), and the smallest move
