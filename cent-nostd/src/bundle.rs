@@ -577,24 +577,27 @@ pub(crate) mod tests {
         assert_eq!(std::format!("{err}"), "q=2 error=desired class is the current class or unknown");
     }
 
+    /// The fixture's bundle bytes with `observed` as the observed values of its mutable feature.
+    fn with_observed(fx: &Fixture, observed: &[f32]) -> Vec<u8> {
+        let values: Vec<u8> = observed.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let counts = heapless::Vec::from_slice(&[observed.len() as u16, 0]).unwrap();
+        let support = SupportParts { counts, values: &values, links: heapless::Vec::new() };
+        let parts = Parts { support, ..fx.parts() };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
     /// The fixture with observed values on its mutable feature: every answer lands on one, and
     /// a box that holds none builds nothing.
     #[test]
     fn test_support_round_trips_and_keeps_answers_to_observed_values() {
         let fx = Fixture::new();
-        let observed: Vec<u8> = [0.1f32, 0.3, 0.62, 0.95].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let support = SupportParts {
-            counts: heapless::Vec::from_slice(&[4, 0]).unwrap(),
-            values: &observed,
-            links: heapless::Vec::new(),
-        };
-        let parts = Parts { support, ..fx.parts() };
-        let mut buf = std::vec![0u8; 4096];
-        let n = to_slice(&parts, &mut buf).unwrap();
-        let (decoded, _) = postcard::take_from_bytes::<Parts<'_>>(&buf[HEADER_LEN..n]).unwrap();
-        assert_eq!(decoded, parts);
-        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
-        assert_eq!(bundle.support.observed(0), 4);
+        let bytes = with_observed(&fx, &[0.1, 0.3, 0.62, 0.95]);
+        let bundle = Bundle::from_bytes(&bytes).unwrap();
+        let kept: Vec<f32> = (0..4).filter_map(|i| bundle.support.value(0, i)).collect();
+        assert_eq!((kept.as_slice(), bundle.support.observed(1)), (&[0.1, 0.3, 0.62, 0.95][..], 0));
         let mut explainer: Explainer<8> = Explainer::new();
         let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
         let q = bundle.schema.default_query();
@@ -605,31 +608,14 @@ pub(crate) mod tests {
             assert!(!out.is_empty() && out.iter().all(|c| c.x[0] == 0.62 || c.x[0] == 0.95), "{out:?}");
         }
         // Nobody above 0.5: the contrast leaf builds nothing.
-        let low: Vec<u8> = [0.1f32, 0.3].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let support = SupportParts {
-            counts: heapless::Vec::from_slice(&[2, 0]).unwrap(),
-            values: &low,
-            links: heapless::Vec::new(),
-        };
-        let parts = Parts { support, ..fx.parts() };
-        let mut buf = std::vec![0u8; 4096];
-        let n = to_slice(&parts, &mut buf).unwrap();
-        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        let bytes = with_observed(&fx, &[0.1, 0.3]);
+        let bundle = Bundle::from_bytes(&bytes).unwrap();
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
         let summary =
             explainer.explain(&bundle.model(), &[0.2, 0.7], &q, Options::default(), &mut rng, &mut out).unwrap();
         assert_eq!((out.len(), summary.not_found), (0, Some(NotFound::Blocked)));
         // Values out of order are refused with the feature named.
-        let bad: Vec<u8> = [0.3f32, 0.1].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let support = SupportParts {
-            counts: heapless::Vec::from_slice(&[2, 0]).unwrap(),
-            values: &bad,
-            links: heapless::Vec::new(),
-        };
-        let parts = Parts { support, ..fx.parts() };
-        let mut buf = std::vec![0u8; 4096];
-        let n = to_slice(&parts, &mut buf).unwrap();
-        let err = Bundle::from_bytes(&buf[..n]).unwrap_err();
+        let err = Bundle::from_bytes(&with_observed(&fx, &[0.3, 0.1])).unwrap_err();
         assert_eq!(err, BundleError::Support(SupportError::Values { feature: 0 }));
     }
 
