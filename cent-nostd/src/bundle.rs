@@ -579,9 +579,21 @@ pub(crate) mod tests {
 
     /// The fixture's bundle bytes with `observed` as the observed values of its mutable feature.
     fn with_observed(fx: &Fixture, observed: &[f32]) -> Vec<u8> {
-        let values: Vec<u8> = observed.iter().flat_map(|v| v.to_le_bytes()).collect();
+        with_support(fx, observed, &[])
+    }
+
+    /// The fixture's bundle bytes with `observed` on its mutable feature and, unless `combos` is
+    /// empty, a link over its two features holding those pairs.
+    fn with_support(fx: &Fixture, observed: &[f32], combos: &[f32]) -> Vec<u8> {
+        let le = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let (values, pairs) = (le(observed), le(combos));
         let counts = heapless::Vec::from_slice(&[observed.len() as u16, 0]).unwrap();
-        let support = SupportParts { counts, values: &values, links: heapless::Vec::new() };
+        let mut links = heapless::Vec::new();
+        if !combos.is_empty() {
+            let features = heapless::Vec::from_slice(&[0, 1]).unwrap();
+            links.push(LinkParts { features, combinations: &pairs }).unwrap();
+        }
+        let support = SupportParts { counts, values: &values, links };
         let parts = Parts { support, ..fx.parts() };
         let mut buf = std::vec![0u8; 4096];
         let n = to_slice(&parts, &mut buf).unwrap();
@@ -606,6 +618,17 @@ pub(crate) mod tests {
             let options = Options { lead: 0.0, ..Options::default() };
             explainer.explain(&bundle.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
             assert!(!out.is_empty() && out.iter().all(|c| c.x[0] == 0.62 || c.x[0] == 0.95), "{out:?}");
+        }
+        // With a link, 0.95 comes only with 0.1 on the immutable feature: a repair would change
+        // it, so the point is dropped and only 0.62 (with 0.7, as the query has) is answered.
+        let bytes = with_support(&fx, &[0.1, 0.3, 0.62, 0.95], &[0.62, 0.7, 0.95, 0.1, 0.1, 0.7]);
+        let linked = Bundle::from_bytes(&bytes).unwrap();
+        assert_eq!(linked.support.links(), 1);
+        for seed in 0..20 {
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+            let options = Options { lead: 0.0, ..Options::default() };
+            explainer.explain(&linked.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
+            assert!(!out.is_empty() && out.iter().all(|c| c.x[..] == [0.62, 0.7]), "{out:?}");
         }
         // Nobody above 0.5: the contrast leaf builds nothing.
         let bytes = with_observed(&fx, &[0.1, 0.3]);
@@ -712,9 +735,16 @@ pub(crate) mod tests {
         }
 
         #[test]
-        fn prop_mutated_payload_is_validated(pos in 0usize..4096, val in any::<u8>(), cut in 0usize..64) {
+        fn prop_mutated_payload_is_validated(
+            pos in 0usize..4096, val in any::<u8>(), cut in 0usize..64, supported in any::<bool>()
+        ) {
             let fx = Fixture::new();
-            let bytes = fx.bytes();
+            // Half the cases mutate a bundle with observed values and a link.
+            let bytes = if supported {
+                with_support(&fx, &[0.1, 0.3, 0.62, 0.95], &[0.62, 0.7, 0.95, 0.1, 0.1, 0.7])
+            } else {
+                fx.bytes()
+            };
             let mut payload = bytes[HEADER_LEN..].to_vec();
             let i = pos % payload.len();
             payload[i] = val;
