@@ -619,16 +619,22 @@ pub(crate) mod tests {
             explainer.explain(&bundle.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
             assert!(!out.is_empty() && out.iter().all(|c| c.x[0] == 0.62 || c.x[0] == 0.95), "{out:?}");
         }
-        // With a link, 0.95 comes only with 0.1 on the immutable feature: a repair would change
-        // it, so the point is dropped and only 0.62 (with 0.7, as the query has) is answered.
-        let bytes = with_support(&fx, &[0.1, 0.3, 0.62, 0.95], &[0.62, 0.7, 0.95, 0.1, 0.1, 0.7]);
-        let linked = Bundle::from_bytes(&bytes).unwrap();
-        assert_eq!(linked.support.links(), 1);
-        for seed in 0..20 {
-            let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+        // With a link, 0.62 comes with the query's 0.7 on the immutable feature and is answered;
+        // 0.95 comes only with 0.1 there: the repair would change an immutable feature, so the
+        // point is dropped and the leaf builds nothing.
+        let pairs = [0.62, 0.7, 0.95, 0.1, 0.1, 0.7, 0.3, 0.7];
+        for (observed, answered) in [(&[0.1, 0.3, 0.62][..], true), (&[0.1, 0.3, 0.95][..], false)] {
+            let bytes = with_support(&fx, observed, &pairs);
+            let linked = Bundle::from_bytes(&bytes).unwrap();
+            assert_eq!(linked.support.links(), 1);
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(3);
             let options = Options { lead: 0.0, ..Options::default() };
-            explainer.explain(&linked.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
-            assert!(!out.is_empty() && out.iter().all(|c| c.x[..] == [0.62, 0.7]), "{out:?}");
+            let summary = explainer.explain(&linked.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
+            if answered {
+                assert!(!out.is_empty() && out.iter().all(|c| c.x[..] == [0.62, 0.7]), "{out:?}");
+            } else {
+                assert_eq!((out.len(), summary.not_found), (0, Some(NotFound::Blocked)), "{out:?}");
+            }
         }
         // Nobody above 0.5: the contrast leaf builds nothing.
         let bytes = with_observed(&fx, &[0.1, 0.3]);
