@@ -10,7 +10,7 @@ use crate::artifacts::Artifacts;
 use crate::atlas::{self, Atlas, AtlasError, AtlasParams, PoolData};
 use crate::blackbox::{BlackBox, ModelKind};
 use crate::quantize::{QuantizeError, QuantizedMlp, quantize_mlp};
-use crate::support::{DeviceSupport, Support};
+use crate::support::{DeviceSupport, DeviceSupportSummary, Support};
 use cent_nostd::bundle::{self, Bundle, BundleError, LayerParts, MlpParts, Parts, SchemaParts};
 use cent_nostd::encoder::WeightWidth;
 use cent_nostd::schema::Schema;
@@ -78,6 +78,8 @@ pub struct Export {
     pub classifier: Option<QuantizedMlp>,
     /// Share of test rows where the nearest anchor's tree agrees with the black box.
     pub test_fidelity: f64,
+    /// What the bundle's data support holds.
+    pub support: DeviceSupportSummary,
 }
 
 /// The bundle's name for a dataset, model and seed (validation checks it against its data).
@@ -112,7 +114,7 @@ pub fn export(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Resul
     let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas, &support)?;
     let test = &a.prepared.test.data;
     let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &a.model.classify(test));
-    Ok(Export { bytes, sizes, atlas, encoder, classifier: Some(classifier), test_fidelity })
+    Ok(Export { bytes, sizes, atlas, encoder, classifier: Some(classifier), test_fidelity, support: support.summary() })
 }
 
 /// The bundle bytes of `a` (see [`export`]): what a firmware build embeds.

@@ -26,6 +26,7 @@ use crate::data::{Encoding, LinkKind, ValueSupport};
 use cent_nostd::bundle::{LinkParts, SupportParts};
 use cent_nostd::capacity::VALUES;
 use cent_nostd::schema::{self as core, Kind};
+use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
@@ -245,9 +246,35 @@ pub struct DeviceSupport {
     counts: Vec<u16>,
     values: Vec<u8>,
     links: Vec<(Vec<u16>, Vec<u8>)>,
+    /// Features whose values were thinned to [`VALUES`].
+    thinned: usize,
+}
+
+/// What a [`DeviceSupport`] holds, for reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct DeviceSupportSummary {
+    /// Features that keep to observed values, and how many values they keep in all.
+    pub features: usize,
+    pub values: usize,
+    /// Of those features, how many had more than [`VALUES`] and were thinned.
+    pub thinned: usize,
+    /// Links, and their combinations in all.
+    pub links: usize,
+    pub combinations: usize,
 }
 
 impl DeviceSupport {
+    /// Counts of what this support holds.
+    pub fn summary(&self) -> DeviceSupportSummary {
+        DeviceSupportSummary {
+            features: self.counts.iter().filter(|&&n| n > 0).count(),
+            values: self.counts.iter().map(|&n| n as usize).sum(),
+            thinned: self.thinned,
+            links: self.links.len(),
+            combinations: self.links.iter().map(|(f, c)| c.len() / (4 * f.len().max(1))).sum(),
+        }
+    }
+
     /// The wire parts, borrowing the bytes; `None` when a link or a count exceeds the device's
     /// capacities.
     pub fn parts(&self) -> Option<SupportParts<'_>> {
@@ -269,6 +296,7 @@ impl Support {
             for o in &self.observed {
                 let v = o.as_ref().map_or(&[][..], |o| o.encoded.as_slice());
                 let kept: Vec<f32> = if v.len() > VALUES {
+                    out.thinned += 1;
                     (0..VALUES).map(|i| v[i * (v.len() - 1) / (VALUES - 1)]).collect()
                 } else {
                     v.to_vec()
@@ -1106,6 +1134,9 @@ age,gain,hours,status,role,sex,edu,years,y
         let device = host.device();
         let core = device.parts().unwrap().to_support(&schema).unwrap();
         assert_eq!(core.observed(gain), VALUES);
+        let summary = device.summary();
+        assert_eq!((summary.thinned, summary.links), (1, 1));
+        assert_eq!(summary.values, (0..schema.features().len()).map(|j| core.observed(j)).sum::<usize>());
         let kept: Vec<f32> = (0..VALUES).map(|i| core.value(gain, i).unwrap()).collect();
         assert!(kept.iter().all(|v| all.contains(v)));
         assert_eq!((kept[0], kept[VALUES - 1]), (all[0], all[all.len() - 1]));

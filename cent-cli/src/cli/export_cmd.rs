@@ -146,6 +146,16 @@ fn print_export(path: &Path, e: &Export) -> Result<()> {
     for (part, bytes) in e.sizes.rows() {
         outln!("  {part:<10} {bytes:>7} B")?;
     }
+    let s = e.support;
+    let thinned = if s.thinned > 0 { format!(", {} of them thinned to 256", s.thinned) } else { String::new() };
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    outln!(
+        "data support: {} of {}{thinned}; {} with {}",
+        plural(s.values, "observed value", "observed values"),
+        plural(s.features, "feature", "features"),
+        plural(s.links, "link", "links"),
+        plural(s.combinations, "combination", "combinations")
+    )?;
     Ok(())
 }
 
