@@ -31,6 +31,10 @@ use cent_host::data::Prepared;
 use cent_host::explain::{self, Explainer};
 use cent_host::profile::{Query, Schema};
 use cent_host::vae::Vae;
+use cent_nostd::atlas::{Counterfactual, Explainer as AtlasExplainer, Options};
+use cent_nostd::bundle::{Bundle, BundleError};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -48,6 +52,11 @@ pub enum MethodKind {
     Nun,
     /// DiCE-style random search.
     Random,
+    /// The device's recourse atlas: a bundle as `cent export` writes it, explained by the core
+    /// with its quantized encoder and classifier, its first answer measured like every other
+    /// (see [`Bench::with_atlas`]). Not a baseline: never among the methods that dominate CEnt,
+    /// and not run unless asked for.
+    Atlas,
 }
 
 impl MethodKind {
@@ -62,7 +71,14 @@ impl MethodKind {
             MethodKind::Face => "face",
             MethodKind::Nun => "nun",
             MethodKind::Random => "random",
+            MethodKind::Atlas => "atlas",
         }
+    }
+
+    /// A method CEnt is compared against (every one but CEnt itself and the atlas, which is
+    /// CEnt on the device).
+    pub fn is_baseline(self) -> bool {
+        !matches!(self, MethodKind::Cent | MethodKind::Atlas)
     }
 }
 
@@ -192,7 +208,8 @@ pub fn dominated_by(summary: &Summary, others: &[Summary]) -> Vec<MethodKind> {
 /// The baselines of `results` that dominate CEnt's summary; `None` when CEnt is not among them.
 pub fn cent_dominated_by(results: &[MethodResult]) -> Option<Vec<MethodKind>> {
     let cent = results.iter().find(|r| r.summary.method == MethodKind::Cent)?;
-    let others: Vec<Summary> = results.iter().map(|r| r.summary.clone()).collect();
+    let others: Vec<Summary> =
+        results.iter().filter(|r| r.summary.method.is_baseline()).map(|r| r.summary.clone()).collect();
     Some(dominated_by(&cent.summary, &others))
 }
 
@@ -271,6 +288,8 @@ pub struct Bench<'a> {
     explainer: Explainer<'a>,
     reference: Reference,
     config: Config,
+    /// The device bundle [`MethodKind::Atlas`] runs on.
+    atlas: Option<Bundle<'a>>,
 }
 
 impl std::fmt::Debug for Bench<'_> {
@@ -298,7 +317,22 @@ impl<'a> Bench<'a> {
         let mut all = prepared.train.data.clone();
         all.extend_from_slice(&prepared.test.data);
         let reference = Reference::new(model, all, enc.n_cols())?;
-        Ok(Bench { prepared, model, vae, schema, query, explainer, reference, config })
+        Ok(Bench { prepared, model, vae, schema, query, explainer, reference, config, atlas: None })
+    }
+
+    /// The bench with a device bundle for [`MethodKind::Atlas`]: `bytes` as `cent export`
+    /// writes them for this data (the same encoded columns).
+    ///
+    /// # Errors
+    /// The loader's [`BundleError`], or [`BundleError::Mismatch`] when the bundle's schema has
+    /// other columns than the data.
+    pub fn with_atlas(mut self, bytes: &'a [u8]) -> Result<Self, BundleError> {
+        let bundle = Bundle::from_bytes(bytes)?;
+        if bundle.schema.columns() != self.schema.columns() {
+            return Err(BundleError::Mismatch);
+        }
+        self.atlas = Some(bundle);
+        Ok(self)
     }
 
     /// The factual test rows (see the module docs for the draw).
@@ -436,7 +470,7 @@ impl<'a> Bench<'a> {
         let target_class = (fact_class + 1) % self.model.classes().max(1);
         let problem = self.problem();
         let start = Instant::now();
-        let result = self.call(method, &problem, x, target_class);
+        let result = self.call(method, &problem, x, target_class, test_row as u64);
         let latency_ms = start.elapsed().as_secs_f64() * 1e3;
         let judge = Judge {
             schema: &self.schema,
@@ -473,13 +507,45 @@ impl<'a> Bench<'a> {
         Ok(row)
     }
 
-    fn call(&self, method: MethodKind, p: &Problem<'_>, x: &[f32], target: usize) -> Result<Found, NotFound> {
+    fn call(
+        &self,
+        method: MethodKind,
+        p: &Problem<'_>,
+        x: &[f32],
+        target: usize,
+        seed: u64,
+    ) -> Result<Found, NotFound> {
         match method {
             MethodKind::Cent => self.cent(p, x, target),
+            MethodKind::Atlas => self.atlas(p, x, target, seed),
             MethodKind::Gs => self.config.gs.counterfactual(p, x, target),
             MethodKind::Face => self.config.face.counterfactual(p, x, target),
             MethodKind::Nun => NearestUnlike.counterfactual(p, x, target),
             MethodKind::Random => self.config.random.counterfactual(p, x, target),
+        }
+    }
+
+    /// The device's first answer for `x` (its random generator seeded with `seed`, the schema's
+    /// default constraints, `target` asked for), re-verified with the full-precision model like
+    /// every baseline's.
+    fn atlas(&self, p: &Problem<'_>, x: &[f32], target: usize, seed: u64) -> Result<Found, NotFound> {
+        let bundle =
+            self.atlas.as_ref().ok_or_else(|| NotFound::Other("no device bundle to run the atlas on".into()))?;
+        let desired = u8::try_from(target).map_err(|_| NotFound::Other("target class out of range".into()))?;
+        let mut device: Box<AtlasExplainer> = Box::default();
+        let mut out: heapless::Vec<Counterfactual, 1> = heapless::Vec::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+        let options = Options { desired: Some(desired), ..Options::default() };
+        let query = bundle.schema.default_query();
+        let summary = device
+            .explain(&bundle.model(), x, &query, options, &mut rng, &mut out)
+            .map_err(|e| NotFound::Other(format!("the atlas: {e}")))?;
+        match out.first() {
+            Some(cf) => p.verify(x, cf.x.to_vec(), target),
+            None => Err(match summary.not_found {
+                Some(reason) => NotFound::Other(format!("the atlas found no answer ({reason:?})")),
+                None => NotFound::Budget,
+            }),
         }
     }
 
@@ -736,6 +802,10 @@ mod tests {
             others.iter().map(|s| MethodResult { summary: s.clone(), rows: vec![] }).collect();
         assert_eq!(cent_dominated_by(&results), Some(vec![MethodKind::Face, MethodKind::Random]));
         assert_eq!(cent_dominated_by(&results[1..]), None, "no CEnt, no verdict");
+        // The atlas is CEnt on the device, not a baseline: even a better one is no verdict.
+        let mut with_atlas = results;
+        with_atlas.push(MethodResult { summary: point(MethodKind::Atlas, 1.0, 1.0, 1.0), rows: vec![] });
+        assert_eq!(cent_dominated_by(&with_atlas), Some(vec![MethodKind::Face, MethodKind::Random]));
     }
 
     #[test]

@@ -39,6 +39,37 @@ fn test_every_method_reports_only_flipped_feasible_counterfactuals() {
     assert!(cent.flip_rate >= 0.8, "CEnt flips most Adult factuals: {cent:?}");
 }
 
+/// The device's atlas measured like every method: its answers flip the full-precision model,
+/// keep to the data (no unseen value, no broken link) and repeat exactly; without a bundle it
+/// reports why, factual by factual.
+#[test]
+fn test_the_atlas_is_measured_like_every_method() {
+    let a = adult();
+    let bytes = cent_host::export::write_bundle(
+        a,
+        cent_host::atlas::AtlasParams { seed: 1, ..Default::default() },
+        cent_nostd::encoder::WeightWidth::I16,
+    )
+    .expect("export");
+    let bare = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(20, 5)).expect("labels");
+    let factuals = bare.factuals().expect("labels");
+    let none = bare.run(MethodKind::Atlas, &factuals).expect("runs");
+    assert!(none.rows.iter().all(|r| !r.found && r.reason.as_deref() == Some("no device bundle to run the atlas on")));
+    let bench = bare.with_atlas(&bytes).expect("the exported bundle loads");
+    let run = bench.run(MethodKind::Atlas, &factuals).expect("runs");
+    let s = &run.summary;
+    assert!(s.flip_rate >= 0.5, "the atlas answers most of 20 Adult factuals: {s:?}");
+    assert!((s.flip_rate - s.found as f64 / 20.0).abs() < 1e-12, "every found answer flips");
+    assert_eq!((s.immutable_violation_rate, s.infeasible_rate), (0.0, 0.0));
+    assert_eq!((s.unseen_value_share, s.link_violation_rate), (0.0, 0.0), "answers keep to the data");
+    let again = bench.run(MethodKind::Atlas, &factuals).expect("runs");
+    assert_eq!(
+        run.rows.iter().map(|r| &r.counterfactual).collect::<Vec<_>>(),
+        again.rows.iter().map(|r| &r.counterfactual).collect::<Vec<_>>()
+    );
+    assert!(!MethodKind::ALL.contains(&MethodKind::Atlas), "run only when asked for");
+}
+
 #[test]
 fn test_runs_are_deterministic_for_a_seed() {
     let a = adult();

@@ -88,6 +88,10 @@ pub enum MethodArg {
     Nun,
     /// DiCE-style random search.
     Random,
+    /// The device's recourse atlas: the bundle `cent export` would write for this data, model
+    /// and seed (32 anchors, int16 weights), explained by the core as on the device; built-in
+    /// models only, and only when asked for.
+    Atlas,
 }
 
 impl MethodArg {
@@ -98,6 +102,7 @@ impl MethodArg {
             MethodArg::Face => MethodKind::Face,
             MethodArg::Nun => MethodKind::Nun,
             MethodArg::Random => MethodKind::Random,
+            MethodArg::Atlas => MethodKind::Atlas,
         }
     }
 }
@@ -211,12 +216,28 @@ fn evaluate_pair(
     if let Some(Sweep(values)) = &args.sweep {
         config.sweep.clone_from(values);
     }
+    let kinds = methods(args);
+    // The device bundle, exported in memory, when the atlas is asked for.
+    let bundle = if kinds.contains(&MethodKind::Atlas) {
+        if args.data.onnx.is_some() {
+            anyhow::bail!(
+                "--method atlas runs a device bundle, which carries a built-in --model (lr or mlp), not an ONNX one"
+            );
+        }
+        let params = cent_host::atlas::AtlasParams { seed: args.data.seed, ..Default::default() };
+        Some(cent_host::export::write_bundle(a, params, cent_nostd::encoder::WeightWidth::I16)?)
+    } else {
+        None
+    };
     let mut bench = Bench::new(&a.prepared, model, &a.vae, config)?;
+    if let Some(bytes) = &bundle {
+        bench = bench.with_atlas(bytes).context("the exported bundle")?;
+    }
     let factuals = bench.factuals()?;
     let prepare_seconds = start.elapsed().as_secs_f64();
     let mut results = Vec::new();
     let run_start = Instant::now();
-    for kind in methods(args) {
+    for kind in kinds {
         let t = Instant::now();
         let r = bench.run(kind, &factuals)?;
         if !args.data.quiet {
