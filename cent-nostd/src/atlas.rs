@@ -390,7 +390,8 @@ impl<const N: usize> Explainer<N> {
     /// draw (so moves grow monotonically), kept to the data support ([`Support::settle`]; a
     /// point it drops or whose repair breaks a constraint is not built), and keeps the first
     /// the classifier confirms with at least `lead` logits to spare (the first built one when
-    /// the bundle has no classifier). Also says whether any was built.
+    /// the bundle has no classifier), pared down to the changes the classifier needs
+    /// ([`pare`]). Also says whether any was built.
     #[allow(clippy::too_many_arguments)]
     fn try_leaf<O: Oracle, R: Rng + Clone>(
         &self,
@@ -435,16 +436,60 @@ impl<const N: usize> Explainer<N> {
                 continue;
             }
             let verdict = oracle.classify(&cf)?;
-            let class = verdict.map(|(c, _)| c);
+            let mut class = verdict.map(|(c, _)| c);
             if verdict.is_some_and(|(c, l)| !target.matches(c) || l < lead) {
                 summary.rejected = summary.rejected.saturating_add(1);
                 last_refused = cf;
                 continue;
             }
+            if class.is_some() {
+                class = pare(oracle, (schema, support), x, query, (target, lead), &mut cf)?.or(class);
+            }
             return Ok((Some((cf, class)), any_built));
         }
         Ok((None, any_built))
     }
+}
+
+/// Sets back, feature by feature in schema order, each change of the confirmed `cf` that the
+/// classifier does not need: the point without it must still be the target with at least
+/// `lead`, break no constraint and no link, or the change stays. Returns the class of the last
+/// set-back kept (`None` when none was).
+fn pare<O: Oracle>(
+    oracle: &O,
+    (schema, support): (&Schema, &Support<'_>),
+    x: &[f32],
+    query: &Query,
+    (target, lead): (Target, f32),
+    cf: &mut heapless::Vec<f32, COLUMNS>,
+) -> Result<Option<u8>, ExplainError> {
+    let mut class = None;
+    for f in schema.features() {
+        let cols = f.columns();
+        let Some(own) = x.get(cols.clone()) else { continue };
+        if cf.get(cols.clone()) == Some(own) {
+            continue;
+        }
+        let mut trial = cf.clone();
+        match trial.get_mut(cols) {
+            Some(slot) => slot.copy_from_slice(own),
+            None => continue,
+        }
+        if trial.as_slice() == x
+            || support.broken(schema, x, &trial) > 0
+            || counterfactual::check(schema, query, x, &trial).is_err()
+        {
+            continue;
+        }
+        if let Some((c, l)) = oracle.classify(&trial)?
+            && target.matches(c)
+            && l >= lead
+        {
+            *cf = trial;
+            class = Some(c);
+        }
+    }
+    Ok(class)
 }
 
 fn fact_class<O: Oracle>(oracle: &O, tree: &Tree<'_>, x: &[f32]) -> Result<u8, ExplainError> {
