@@ -453,6 +453,11 @@ pub(crate) mod tests {
 
     const STEP: f32 = 1.0 / 16384.0;
 
+    /// Tree records of `nodes`, in order.
+    fn records(nodes: &[Node]) -> Vec<u8> {
+        nodes.iter().flat_map(|n| n.to_bytes()).collect()
+    }
+
     /// Owned byte arrays behind a tiny two-feature bundle.
     pub(crate) struct Fixture {
         enc_w: Vec<u8>,
@@ -473,14 +478,11 @@ pub(crate) mod tests {
             let (m, s) = quantize_multiplier(1.0 / 127.0).unwrap();
             let half = (0.5 / (STEP as f64 / 127.0)) as i32;
             let anchors: Vec<u8> = [4096i16, 8192, 12288, 8192].iter().flat_map(|v| v.to_le_bytes()).collect();
-            let tree: Vec<u8> = [
+            let tree = records(&[
                 Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
                 Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
                 Node::Leaf { class: 1, purity: 0.9, entropy: 0.47, samples: 9 },
-            ]
-            .iter()
-            .flat_map(|n| n.to_bytes())
-            .collect();
+            ]);
             Fixture {
                 enc_w: i8s(&[127, 0, 0, 127]),
                 cls_w: i8s(&[-127, 0, 127, 0]),
@@ -653,16 +655,13 @@ pub(crate) mod tests {
     #[test]
     fn test_answers_are_pared_to_the_changes_the_classifier_needs() {
         let fx = Fixture::new();
-        let both: Vec<u8> = [
+        let both = records(&[
             Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
             Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
             Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
             Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
             Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
-        ]
-        .iter()
-        .flat_map(|n| n.to_bytes())
-        .collect();
+        ]);
         let mut schema: Schema = Schema::new(2);
         schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
         schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
