@@ -3,7 +3,8 @@
 //!
 //! `explain`: quantized encode → nearest anchor → query graph over its tree → bounded Dijkstra →
 //! counterfactual candidates → confirmation by the on-device classifier when the bundle has one
-//! → up to `n` results, cheapest first, each from a distinct leaf.
+//! → up to `n` results from distinct leaves (the `n` cheapest the classifier confirms), the
+//! region the most people of the target class fill first.
 
 use crate::capacity::{ANCHORS, COLUMNS, LATENT, NODES, WIDTH};
 use crate::counterfactual::{self, CounterfactualError};
@@ -300,8 +301,10 @@ impl<const N: usize> Explainer<N> {
         Explainer { graph: Graph::new(), search: Search::new() }
     }
 
-    /// Explains `x` with `model` under `query`, writing up to `out`'s capacity results, cheapest
-    /// first (each leaf tried at every margin of [`MARGIN_LADDER`]). An empty `out` comes with
+    /// Explains `x` with `model` under `query`, writing up to `out`'s capacity results: the
+    /// cheapest contrast leaves the classifier confirms (each tried at every margin of
+    /// [`MARGIN_LADDER`]), the one whose region the most people of the target class fill first
+    /// (its leaf's purity times samples; ties: the cheaper). An empty `out` comes with
     /// [`Summary::not_found`] set.
     ///
     /// # Errors
@@ -371,6 +374,15 @@ impl<const N: usize> Explainer<N> {
                 let _ = out.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
             }
         }
+        // Among the answers found, the one in the region most people of the target class fill
+        // (its tree's neighbours: purity times samples) comes first, then the cheaper.
+        let people = |c: &Counterfactual| match tree.node(c.leaf) {
+            Some(crate::tree::Node::Leaf { purity, samples, .. }) => purity * samples as f32,
+            _ => 0.0,
+        };
+        out.sort_unstable_by(|a, b| {
+            people(b).total_cmp(&people(a)).then(a.cost.cmp(&b.cost)).then(a.leaf.cmp(&b.leaf))
+        });
         if out.is_empty() {
             summary.not_found = Some(match (summary.examined, built) {
                 (0, _) => NotFound::NoContrastLeaf,

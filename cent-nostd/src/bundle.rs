@@ -684,6 +684,39 @@ pub(crate) mod tests {
         assert_eq!((out[0].changed, out[0].class), (0b01, Some(1)));
     }
 
+    /// Two regions of the target class, the cheaper one nearly empty: the answer from the
+    /// region more people fill comes first.
+    #[test]
+    fn test_the_region_more_people_fill_comes_first() {
+        let fx = Fixture::new();
+        let tree = records(&[
+            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 2 },
+            Node::Leaf { class: 1, purity: 0.9, entropy: 0.47, samples: 50 },
+        ]);
+        let mut schema: Schema = Schema::new(2);
+        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
+        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
+        let parts = Parts {
+            schema: SchemaParts::of(&schema),
+            trees: heapless::Vec::from_slice(&[&tree[..], &tree[..]]).unwrap(),
+            ..fx.parts()
+        };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        let mut explainer: Explainer<8> = Explainer::new();
+        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
+        let options = Options { lead: 0.0, ..Options::default() };
+        let q = bundle.schema.default_query();
+        explainer.explain(&bundle.model(), &[0.2, 0.3], &q, options, &mut rng, &mut out).unwrap();
+        assert_eq!(out.iter().map(|c| c.leaf).collect::<Vec<_>>(), [4, 3], "{out:?}");
+        assert!(out[0].cost > out[1].cost, "the fuller region is the dearer one here");
+    }
+
     #[test]
     fn test_every_truncation_is_rejected() {
         let bytes = Fixture::new().bytes();
