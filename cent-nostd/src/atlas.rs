@@ -380,9 +380,17 @@ impl<const N: usize> Explainer<N> {
             Some(crate::tree::Node::Leaf { purity, samples, .. }) => purity * samples as f32,
             _ => 0.0,
         };
-        out.sort_unstable_by(|a, b| {
-            people(b).total_cmp(&people(a)).then(a.cost.cmp(&b.cost)).then(a.leaf.cmp(&b.leaf))
-        });
+        let before = |a: &Counterfactual, b: &Counterfactual| {
+            people(a).total_cmp(&people(b)).reverse().then(a.cost.cmp(&b.cost)).then(a.leaf.cmp(&b.leaf)).is_lt()
+        };
+        // A few answers: insertion sort (a library sort costs kilobytes of flash).
+        for i in 1..out.len() {
+            let mut j = i;
+            while j > 0 && before(&out[j], &out[j - 1]) {
+                out.swap(j, j - 1);
+                j -= 1;
+            }
+        }
         if out.is_empty() {
             summary.not_found = Some(match (summary.examined, built) {
                 (0, _) => NotFound::NoContrastLeaf,
