@@ -380,7 +380,8 @@ typedef struct CentResult {
  */
 typedef struct CentSummary {
   /*
-   Counterfactuals found (0 to the options' `answers`), cheapest first.
+   Counterfactuals found (0 to the options' `answers`), the region the most people of the
+   target class fill first.
    */
   uint32_t answers;
   /*
@@ -500,7 +501,8 @@ enum CentStatus cent_explain(const struct CentBundle *bundle, const float *x, si
 enum CentStatus cent_result_summary(const struct CentResult *result, struct CentSummary *summary);
 
 /*
- Writes answer `index` (0 is the cheapest) of `result` to `answer`.
+ Writes answer `index` (0 is the first: see `cent_nostd::atlas::Explainer::explain` for the
+ order) of `result` to `answer`.
 
  # Safety
  As [`cent_result_summary`].

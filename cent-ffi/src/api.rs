@@ -356,7 +356,8 @@ pub unsafe extern "C" fn cent_result_summary(result: *const CentResult, summary:
     status(r)
 }
 
-/// Writes answer `index` (0 is the cheapest) of `result` to `answer`.
+/// Writes answer `index` (0 is the first: see `cent_nostd::atlas::Explainer::explain` for the
+/// order) of `result` to `answer`.
 ///
 /// # Safety
 /// As [`cent_result_summary`].

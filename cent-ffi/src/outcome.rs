@@ -20,7 +20,8 @@ pub enum CentNotFound {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CentSummary {
-    /// Counterfactuals found (0 to the options' `answers`), cheapest first.
+    /// Counterfactuals found (0 to the options' `answers`), the region the most people of the
+    /// target class fill first.
     pub answers: u32,
     /// Encoded columns of the query and of every counterfactual.
     pub columns: u32,
