@@ -650,52 +650,11 @@ pub(crate) mod tests {
         assert_eq!(err, BundleError::Support(SupportError::Values { feature: 0 }));
     }
 
-    /// A region that asks for both features where the classifier needs only the first: the
-    /// answer keeps the one change it needs.
-    #[test]
-    fn test_answers_are_pared_to_the_changes_the_classifier_needs() {
+    /// The answers for `[0.2, 0.3]` (any lead) of the fixture with both features mutable and
+    /// `nodes` as every anchor's tree.
+    fn answers_with_tree(nodes: &[Node]) -> heapless::Vec<crate::atlas::Counterfactual, 3> {
         let fx = Fixture::new();
-        let both = records(&[
-            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
-        ]);
-        let mut schema: Schema = Schema::new(2);
-        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
-        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
-        let parts = Parts {
-            schema: SchemaParts::of(&schema),
-            trees: heapless::Vec::from_slice(&[&both[..], &both[..]]).unwrap(),
-            ..fx.parts()
-        };
-        let mut buf = std::vec![0u8; 4096];
-        let n = to_slice(&parts, &mut buf).unwrap();
-        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
-        let mut explainer: Explainer<8> = Explainer::new();
-        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
-        let options = Options { lead: 0.0, ..Options::default() };
-        let q = bundle.schema.default_query();
-        explainer.explain(&bundle.model(), &[0.2, 0.3], &q, options, &mut rng, &mut out).unwrap();
-        assert_eq!(out.len(), 1, "one contrast leaf");
-        assert!(out[0].x[0] > 0.5 && out[0].x[1] == 0.3, "x1 set back: {:?}", out[0].x);
-        assert_eq!((out[0].changed, out[0].class), (0b01, Some(1)));
-    }
-
-    /// Two regions of the target class, the cheaper one nearly empty: the answer from the
-    /// region more people fill comes first.
-    #[test]
-    fn test_the_region_more_people_fill_comes_first() {
-        let fx = Fixture::new();
-        let tree = records(&[
-            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
-            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 2 },
-            Node::Leaf { class: 1, purity: 0.9, entropy: 0.47, samples: 50 },
-        ]);
+        let tree = records(nodes);
         let mut schema: Schema = Schema::new(2);
         schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
         schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
@@ -708,11 +667,41 @@ pub(crate) mod tests {
         let n = to_slice(&parts, &mut buf).unwrap();
         let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
         let mut explainer: Explainer<8> = Explainer::new();
-        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
+        let mut out = heapless::Vec::new();
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
         let options = Options { lead: 0.0, ..Options::default() };
         let q = bundle.schema.default_query();
         explainer.explain(&bundle.model(), &[0.2, 0.3], &q, options, &mut rng, &mut out).unwrap();
+        out
+    }
+
+    /// A region that asks for both features where the classifier needs only the first: the
+    /// answer keeps the one change it needs.
+    #[test]
+    fn test_answers_are_pared_to_the_changes_the_classifier_needs() {
+        let out = answers_with_tree(&[
+            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
+        ]);
+        assert_eq!(out.len(), 1, "one contrast leaf");
+        assert!(out[0].x[0] > 0.5 && out[0].x[1] == 0.3, "x1 set back: {:?}", out[0].x);
+        assert_eq!((out[0].changed, out[0].class), (0b01, Some(1)));
+    }
+
+    /// Two regions of the target class, the cheaper one nearly empty: the answer from the
+    /// region more people fill comes first.
+    #[test]
+    fn test_the_region_more_people_fill_comes_first() {
+        let out = answers_with_tree(&[
+            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 2 },
+            Node::Leaf { class: 1, purity: 0.9, entropy: 0.47, samples: 50 },
+        ]);
         assert_eq!(out.iter().map(|c| c.leaf).collect::<Vec<_>>(), [4, 3], "{out:?}");
         assert!(out[0].cost > out[1].cost, "the fuller region is the dearer one here");
     }
