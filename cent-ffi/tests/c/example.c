@@ -1,4 +1,4 @@
-/* The README's example: open a bundle, explain one query, print the cheapest answer. */
+/* The README's example: open a bundle, explain one query, print the first answer. */
 #include <stdio.h>
 
 #include "cent.h"
