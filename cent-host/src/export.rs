@@ -34,6 +34,10 @@ pub enum ExportError {
     Encode(String),
 }
 
+/// Why a schema's links do not fit a bundle.
+const LINKS_EXCEEDED: &str = "the schema's links: a bundle carries at most 8 links of at most 4 features each";
+const _: () = assert!(cent_nostd::capacity::LINKS == 8 && cent_nostd::capacity::LINK_FEATURES == 4);
+
 /// Bytes of each part of a bundle (postcard sizes, length prefixes included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Sizes {
@@ -150,7 +154,7 @@ pub fn assemble(
         latent: u8::try_from(atlas.latent).map_err(|_| ExportError::Capacity("latent size"))?,
         anchors: &anchors,
         trees: heapless::Vec::from_slice(&trees).map_err(|_| ExportError::Capacity("anchors"))?,
-        support: support.parts().ok_or(ExportError::Capacity("links"))?,
+        support: support.parts().ok_or(ExportError::Capacity(LINKS_EXCEEDED))?,
     };
     Bundle::from_parts(&parts).map_err(ExportError::Bundle)?;
     let sizes = measure(&parts)?;
