@@ -143,3 +143,18 @@ fn test_onnx_tree_ensembles_drive_evaluate_on_their_dataset() {
         assert_eq!(summary["flip_rate"].as_f64(), Some(1.0), "{name}: {summary}");
     }
 }
+
+/// `--method atlas` explains with the bundle `cent export` would build with the atlas options
+/// given: a smaller atlas is measured like every method, and one the exporter refuses is an
+/// error naming the limit.
+#[test]
+fn test_atlas_options_build_the_measured_bundle() {
+    let (o, out) = evaluate("atlas-anchors", &["--method", "atlas", "--sweep", "none", "--anchors", "2", "--k", "200"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&out.join("toy-mlp.json"));
+    let summary = &j["methods"][0]["summary"];
+    assert_eq!((summary["method"].as_str(), summary["factuals"].as_u64()), (Some("atlas"), Some(8)), "{j}");
+    let (o, _) = evaluate("atlas-too-many", &["--method", "atlas", "--sweep", "none", "--anchors", "65"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("anchors 1..=64"), "{}", stderr(&o));
+}

@@ -16,7 +16,7 @@ use crate::profile::{Bounds, Query, Schema};
 use crate::ranking::Lazy;
 use crate::support::Support;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
-use cent_nostd::atlas::MARGIN_LADDER;
+use cent_nostd::atlas::{MARGIN_LADDER, PUSH_LADDER};
 use cent_nostd::counterfactual;
 use cent_nostd::graph::{Graph, SCALE};
 use cent_nostd::schema::{Kind, Mutability};
@@ -333,10 +333,6 @@ const NEEDLESS_WEIGHT: f32 = 1.0;
 /// Node capacity of the graph and search for trees of the default size (the host's full
 /// capacity, [`crate::profile::NODES`], is used only for larger trees).
 const SMALL_TREE: usize = 255;
-
-/// Factors by which [`Explainer::sparsify`] carries the remaining moves further when it sets
-/// one changed feature back.
-const PUSH_LADDER: [f32; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
 
 /// One query's resolved setting, as the steps that make a confirmed candidate an answer see
 /// it ([`Explainer::refine`]).

@@ -10,7 +10,7 @@ use crate::capacity::{ANCHORS, COLUMNS, LATENT, NODES, WIDTH};
 use crate::counterfactual::{self, CounterfactualError};
 use crate::encoder::{EncoderError, Mlp};
 use crate::graph::{Graph, GraphError};
-use crate::schema::{Query, Schema};
+use crate::schema::{Kind, Query, Schema};
 use crate::search::{Search, SearchError, Target};
 use crate::support::Support;
 use crate::tree::{Bounds, NodeIdx, Tree, TreeError};
@@ -473,8 +473,10 @@ impl<const N: usize> Explainer<N> {
 
 /// Sets back, feature by feature in schema order, each change of the confirmed `cf` that the
 /// classifier does not need: the point without it must still be the target with at least
-/// `lead`, break no constraint and no link, or the change stays. Returns the class of the last
-/// set-back kept (`None` when none was).
+/// `lead`, break no constraint and no link, or the change stays. A change the decision does not
+/// need but the lead does (set back, the point is still the target, with less than `lead`) is
+/// traded for longer moves of the other numbers ([`push`]) when one of those is confirmed.
+/// Returns the class of the last set-back kept (`None` when none was).
 fn pare<O: Oracle>(
     oracle: &O,
     (schema, support): (&Schema, &Support<'_>),
@@ -501,15 +503,74 @@ fn pare<O: Oracle>(
         {
             continue;
         }
-        if let Some((c, l)) = oracle.classify(&trial)?
-            && target.matches(c)
-            && l >= lead
-        {
-            *cf = trial;
-            class = Some(c);
+        match oracle.classify(&trial)? {
+            Some((c, l)) if target.matches(c) && l >= lead => {
+                *cf = trial;
+                class = Some(c);
+            }
+            Some((c, _)) if target.matches(c) => {
+                if let Some(c) = push(oracle, (schema, support), x, query, (target, lead), &mut trial)? {
+                    *cf = trial;
+                    class = Some(c);
+                }
+            }
+            _ => {}
         }
     }
     Ok(class)
+}
+
+/// Factors by which [`pare`] (and the host explainer) carry the remaining numeric moves of a
+/// point further when one change is set back: the first the classifier confirms wins.
+pub const PUSH_LADDER: [f32; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
+
+/// Carries every changed number of `trial` (a confirmed point with one change set back) further
+/// from `x` by each factor of [`PUSH_LADDER`] in turn, kept to the features' ranges (not only
+/// the leaf's box) and the data support and re-checked against the query, until the classifier confirms one with `lead` that
+/// changes exactly the features `trial` changes: `trial` becomes that point and its class is
+/// returned. `None` (and `trial` unspecified) when none is confirmed or `trial` moves no number.
+fn push<O: Oracle>(
+    oracle: &O,
+    (schema, support): (&Schema, &Support<'_>),
+    x: &[f32],
+    query: &Query,
+    (target, lead): (Target, f32),
+    trial: &mut heapless::Vec<f32, COLUMNS>,
+) -> Result<Option<u8>, ExplainError> {
+    let numeric = |f: &crate::schema::Feature| matches!(f.kind, Kind::Integer | Kind::Continuous);
+    let moved = |p: &[f32], f: &crate::schema::Feature| x.get(f.col as usize) != p.get(f.col as usize);
+    if !schema.features().iter().any(|f| numeric(f) && moved(trial, f)) {
+        return Ok(None);
+    }
+    let changes = counterfactual::changed(schema, x, trial);
+    // The whole range: a longer move may leave the leaf's box.
+    let bounds: Bounds = Bounds::default();
+    let mut last = trial.clone();
+    for factor in PUSH_LADDER {
+        let mut cand = trial.clone();
+        for f in schema.features().iter().filter(|f| numeric(f) && moved(trial, f)) {
+            let c = f.col as usize;
+            if let (Some(&from), Some(&to), Some(slot)) = (x.get(c), trial.get(c), cand.get_mut(c)) {
+                *slot = (from + factor * (to - from)).clamp(0.0, 1.0);
+            }
+        }
+        if (!support.is_empty() && !support.settle(schema, &bounds, x, &mut cand))
+            || cand == last
+            || counterfactual::changed(schema, x, &cand) != changes
+            || counterfactual::check(schema, query, x, &cand).is_err()
+        {
+            continue;
+        }
+        last.clone_from(&cand);
+        if let Some((c, l)) = oracle.classify(&cand)?
+            && target.matches(c)
+            && l >= lead
+        {
+            *trial = cand;
+            return Ok(Some(c));
+        }
+    }
+    Ok(None)
 }
 
 fn fact_class<O: Oracle>(oracle: &O, tree: &Tree<'_>, x: &[f32]) -> Result<u8, ExplainError> {

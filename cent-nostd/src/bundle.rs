@@ -691,6 +691,73 @@ pub(crate) mod tests {
         assert_eq!((out[0].changed, out[0].class), (0b01, Some(1)));
     }
 
+    /// An oracle of one anchor whose classifier says class 1 iff `x0 + x1 / 2 > 0.7`, with a
+    /// lead of 5 logits per unit of that sum: the decision needs `x0` only, but with `x0` at 0.6
+    /// it needs `x1` for the lead too.
+    struct Linear;
+
+    impl crate::atlas::Oracle for Linear {
+        fn anchor(&self, _: &[f32]) -> Result<usize, crate::atlas::ExplainError> {
+            Ok(0)
+        }
+
+        fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, crate::atlas::ExplainError> {
+            let s = x[0] + 0.5 * x[1] - 0.7;
+            Ok(Some(if s > 0.0 { (1, 5.0 * s) } else { (0, -5.0 * s) }))
+        }
+    }
+
+    /// A region that asks for both features, where a person at 0.6 on the first needs the
+    /// second for the lead alone: the second change is set back and the first carried further,
+    /// to the next value people have (1.0), instead of kept.
+    #[test]
+    fn test_a_change_only_the_lead_needs_is_traded_for_a_longer_move() {
+        let fx = Fixture::new();
+        let tree = records(&[
+            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
+        ]);
+        let mut schema: Schema = Schema::new(2);
+        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
+        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
+        let le = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let values = le(&[0.1, 0.3, 0.6, 1.0, 0.1, 0.3, 0.6, 1.0]);
+        let counts = heapless::Vec::from_slice(&[4, 4]).unwrap();
+        let parts = Parts {
+            schema: SchemaParts::of(&schema),
+            trees: heapless::Vec::from_slice(&[&tree[..], &tree[..]]).unwrap(),
+            support: SupportParts { counts, values: &values, links: heapless::Vec::new() },
+            ..fx.parts()
+        };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        let model = bundle.model();
+        let mut explainer: Explainer<8> = Explainer::new();
+        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
+        let q = bundle.schema.default_query();
+        let mut traded = 0;
+        for seed in 0..32 {
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+            let ctx = (model.schema, model.atlas, model.support);
+            explainer.explain_with(&Linear, ctx, &[0.2, 0.3], &q, Options::default(), &mut rng, &mut out).unwrap();
+            assert_eq!(out.len(), 1, "seed {seed}: one contrast leaf");
+            assert_eq!((&out[0].x[..], out[0].changed, out[0].class), (&[1.0, 0.3][..], 0b01, Some(1)), "seed {seed}");
+            // How often the region's own point was at 0.6 (the trade, not a plain set-back):
+            // replay the leaf's first margin.
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+            let mut cf = [0.0f32; 2];
+            let tree = model.atlas.tree(0).unwrap();
+            let bounds = crate::tree::Bounds::of(tree, 4);
+            crate::counterfactual::realize_in(&schema, &q, tree, 4, &bounds, &[0.2, 0.3], &mut rng, &mut cf).unwrap();
+            traded += usize::from(cf[0] < 0.8);
+        }
+        assert!(traded > 0, "no seed exercised the trade");
+    }
+
     /// Two regions of the target class, the cheaper one nearly empty: the answer from the
     /// region more people fill comes first.
     #[test]

@@ -49,6 +49,10 @@ pub struct EvaluateArgs {
     /// `--min-probability 0` for any counterfactual the model puts in the target class.
     #[arg(long, default_value_t = cent_host::explain::Config::default().min_probability, value_parser = super::unit_interval)]
     pub min_probability: f32,
+    /// How the device bundle `--method atlas` explains with is built, as `cent export` builds
+    /// it. Example: --method cent,atlas --anchors 64 --k 2000
+    #[command(flatten, next_help_heading = "Atlas (--method atlas)")]
+    pub atlas: super::export_cmd::AtlasArgs,
 }
 
 /// The plausibility settings of `--sweep`, ascending, without repeats.
@@ -88,9 +92,9 @@ pub enum MethodArg {
     Nun,
     /// DiCE-style random search.
     Random,
-    /// The device's recourse atlas: the bundle `cent export` would write for this data, model
-    /// and seed (32 anchors, int16 weights), explained by the core as on the device; built-in
-    /// models only, and only when asked for.
+    /// The device's recourse atlas: the bundle `cent export` would write for this data, model,
+    /// seed and atlas options (default 32 anchors, int16 weights), explained by the core as on
+    /// the device; built-in models only, and only when asked for.
     Atlas,
 }
 
@@ -224,8 +228,7 @@ fn evaluate_pair(
                 "--method atlas runs a device bundle, which carries a built-in --model (lr or mlp), not an ONNX one"
             );
         }
-        let params = cent_host::atlas::AtlasParams { seed: args.data.seed, ..Default::default() };
-        Some(cent_host::export::write_bundle(a, params, cent_nostd::encoder::WeightWidth::I16)?)
+        Some(cent_host::export::write_bundle(a, args.atlas.params(args.data.seed), args.atlas.weights.width())?)
     } else {
         None
     };

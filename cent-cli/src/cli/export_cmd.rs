@@ -53,7 +53,7 @@ pub enum Weights {
 }
 
 impl Weights {
-    fn width(self) -> WeightWidth {
+    pub(super) fn width(self) -> WeightWidth {
         match self {
             Weights::Bits16 => WeightWidth::I16,
             Weights::Bits8 => WeightWidth::I8,
@@ -62,7 +62,7 @@ impl Weights {
 }
 
 impl AtlasArgs {
-    fn params(&self, seed: u64) -> AtlasParams {
+    pub(super) fn params(&self, seed: u64) -> AtlasParams {
         let tree = TreeParams { max_depth: self.max_depth, min_leaf: self.min_leaf, max_nodes: self.max_nodes };
         AtlasParams { anchors: self.anchors, k: self.k, tree, seed, ..AtlasParams::default() }
     }
