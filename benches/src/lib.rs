@@ -20,7 +20,7 @@ pub mod memory {
 
     /// Bytes of what one explanation keeps alive outside the stack frames of `explain`: the
     /// parsed bundle (schema, encoder and classifier views, atlas), the query, the explainer's
-    /// graph and search scratch, and the result vector.
+    /// graph and search scratch and the answers it compares, and the result vector.
     pub const fn working_set() -> usize {
         size_of::<Bundle<'static>>()
             + size_of::<Query>()
@@ -31,6 +31,7 @@ pub mod memory {
     #[cfg(test)]
     mod tests {
         use super::*;
+        use cent_nostd::atlas::CANDIDATES;
         use cent_nostd::capacity::NODES;
         use cent_nostd::graph::Graph;
         use cent_nostd::search::Search;
@@ -44,9 +45,10 @@ pub mod memory {
         }
 
         #[test]
-        fn test_explainer_is_graph_plus_search() {
+        fn test_explainer_is_graph_plus_search_plus_compared_answers() {
             let parts = size_of::<Graph<NODES>>() + size_of::<Search<NODES>>();
-            assert_eq!(size_of::<Explainer>(), parts);
+            let compared = size_of::<heapless::Vec<Counterfactual, CANDIDATES>>();
+            assert_eq!(size_of::<Explainer>(), parts + compared);
             // The graph and search alone grow with the node capacity: 255 nodes need several KiB.
             assert!(parts > 4 * 1024, "graph + search only {parts} B");
         }

@@ -373,6 +373,8 @@ pub struct Synthetic {
     anchors: Vec<u8>,
     trees: Vec<Vec<u8>>,
     support: OwnedSupport,
+    /// A random agreement byte per node of every tree, tree after tree.
+    agreement: Vec<u8>,
 }
 
 /// The bytes behind a synthetic [`SupportParts`].
@@ -446,11 +448,13 @@ impl Synthetic {
             None => None,
         };
         let anchors = random_anchors(rng, &schema, &encoder, spec.anchors)?;
-        let trees = (0..spec.anchors)
+        let trees: Vec<Vec<u8>> = (0..spec.anchors)
             .map(|_| random_tree(rng, &schema, spec.depth, spec.max_nodes))
             .collect::<Result<_, _>>()?;
         let support = random_support(rng, &schema);
-        Ok(Synthetic { name: spec.name, schema, encoder, classifier, anchors, trees, support })
+        let nodes: usize = trees.iter().map(|t| t.len() / cent_nostd::tree::RECORD_LEN).sum();
+        let agreement = (0..nodes).map(|_| (rng.next_u32() >> 24) as u8).collect();
+        Ok(Synthetic { name: spec.name, schema, encoder, classifier, anchors, trees, support, agreement })
     }
 
     pub fn schema(&self) -> &Schema {
@@ -493,6 +497,7 @@ impl Synthetic {
                     .map(|(f, c)| LinkParts { features: f.iter().copied().collect(), combinations: c })
                     .collect(),
             },
+            agreement: &self.agreement,
         }
     }
 

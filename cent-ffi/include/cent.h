@@ -33,7 +33,7 @@
 /*
  The bundle format version this library reads (bytes 4 and 5 of a bundle, little-endian).
  */
-#define CENT_BUNDLE_VERSION 4
+#define CENT_BUNDLE_VERSION 5
 
 /*
  Fixed-point units per unit of cost in [`CentAnswer::cost`] (`cost / 65536.0` is the cost).
@@ -44,28 +44,28 @@
 /*
  64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
  */
-#define CENT_BUNDLE_WORDS 372
+#define CENT_BUNDLE_WORDS 389
 #endif
 
 #if !defined(CENT_POINTER_32)
 /*
  64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
  */
-#define CENT_BUNDLE_WORDS 553
+#define CENT_BUNDLE_WORDS 572
 #endif
 
 #if defined(CENT_POINTER_32)
 /*
  64-bit words of a [`CentScratch`].
  */
-#define CENT_SCRATCH_WORDS 799
+#define CENT_SCRATCH_WORDS 1072
 #endif
 
 #if !defined(CENT_POINTER_32)
 /*
  64-bit words of a [`CentScratch`].
  */
-#define CENT_SCRATCH_WORDS 802
+#define CENT_SCRATCH_WORDS 1083
 #endif
 
 #if defined(CENT_POINTER_32)

@@ -52,7 +52,7 @@ pub const CENT_MAX_COLUMNS: usize = 64;
 /// Counterfactuals one explanation can return ([`CentOptions::answers`] is at most this).
 pub const CENT_MAX_ANSWERS: usize = 3;
 /// The bundle format version this library reads (bytes 4 and 5 of a bundle, little-endian).
-pub const CENT_BUNDLE_VERSION: u16 = 4;
+pub const CENT_BUNDLE_VERSION: u16 = 5;
 /// Fixed-point units per unit of cost in [`CentAnswer::cost`] (`cost / 65536.0` is the cost).
 pub const CENT_COST_SCALE: u32 = 65536;
 // Literals so that the generated header carries the numbers; the core's are the truth.

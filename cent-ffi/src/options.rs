@@ -86,7 +86,7 @@ impl CentOptions {
         if !self.lead.is_finite() || self.lead < 0.0 {
             return Err(bad);
         }
-        Ok((Options { desired, max_search, lead: self.lead }, answers))
+        Ok((Options { desired, max_search, lead: self.lead, ..Options::default() }, answers))
     }
 
     /// The schema's default query with the masks and costs applied, checked by the core.

@@ -23,20 +23,20 @@ use core::ops::Range;
 
 /// 64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
 #[cfg(target_pointer_width = "32")]
-pub const CENT_BUNDLE_WORDS: usize = 372;
+pub const CENT_BUNDLE_WORDS: usize = 389;
 /// 64-bit words of a [`CentScratch`].
 #[cfg(target_pointer_width = "32")]
-pub const CENT_SCRATCH_WORDS: usize = 799;
+pub const CENT_SCRATCH_WORDS: usize = 1072;
 /// 64-bit words of a [`CentResult`].
 #[cfg(target_pointer_width = "32")]
 pub const CENT_RESULT_WORDS: usize = 105;
 
 /// 64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
 #[cfg(not(target_pointer_width = "32"))]
-pub const CENT_BUNDLE_WORDS: usize = 553;
+pub const CENT_BUNDLE_WORDS: usize = 572;
 /// 64-bit words of a [`CentScratch`].
 #[cfg(not(target_pointer_width = "32"))]
-pub const CENT_SCRATCH_WORDS: usize = 802;
+pub const CENT_SCRATCH_WORDS: usize = 1083;
 /// 64-bit words of a [`CentResult`].
 #[cfg(not(target_pointer_width = "32"))]
 pub const CENT_RESULT_WORDS: usize = 109;

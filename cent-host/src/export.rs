@@ -1,7 +1,8 @@
 //! Writing the device bundle (design §4): the schema, the quantized VAE encoder, the quantized
 //! black box (for the built-in LR/MLP), the atlas anchors (int16 in the encoder's output steps),
-//! one tree per anchor and the training rows' data support (observed values and link
-//! combinations), as one checksummed postcard file in `cent_nostd::bundle`'s format.
+//! one tree per anchor, the training rows' data support (observed values and link
+//! combinations) and each region's agreement ([`crate::regions`]), as one checksummed postcard
+//! file in `cent_nostd::bundle`'s format.
 //!
 //! Every bundle is re-loaded with [`Bundle::from_bytes`] before it is returned, so the exporter
 //! never hands out a file the device would reject.
@@ -10,6 +11,7 @@ use crate::artifacts::Artifacts;
 use crate::atlas::{self, Atlas, AtlasError, AtlasParams, PoolData};
 use crate::blackbox::{BlackBox, ModelKind};
 use crate::quantize::{QuantizeError, QuantizedMlp, quantize_mlp};
+use crate::regions;
 use crate::support::{DeviceSupport, DeviceSupportSummary, Support};
 use cent_nostd::bundle::{self, Bundle, BundleError, LayerParts, MlpParts, Parts, SchemaParts};
 use cent_nostd::encoder::WeightWidth;
@@ -52,12 +54,14 @@ pub struct Sizes {
     pub trees: usize,
     /// Observed values and link combinations.
     pub support: usize,
+    /// The regions' agreement, one byte per tree node.
+    pub agreement: usize,
     pub total: usize,
 }
 
 impl Sizes {
     /// `(part, bytes)` rows in file order, total last.
-    pub fn rows(&self) -> [(&'static str, usize); 9] {
+    pub fn rows(&self) -> [(&'static str, usize); 10] {
         [
             ("header", self.header),
             ("name", self.other),
@@ -67,6 +71,7 @@ impl Sizes {
             ("anchors", self.anchors),
             ("trees", self.trees),
             ("support", self.support),
+            ("agreement", self.agreement),
             ("total", self.total),
         ]
     }
@@ -84,6 +89,19 @@ pub struct Export {
     pub test_fidelity: f64,
     /// What the bundle's data support holds.
     pub support: DeviceSupportSummary,
+    /// What the regions' agreement was measured on ([`regions::agreement`]).
+    pub agreement: AgreementSummary,
+}
+
+/// What the regions' agreement of an exported bundle was measured on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AgreementSummary {
+    /// Training rows explained with the bundle.
+    pub rows: usize,
+    /// Their answers, judged by their nearest training rows.
+    pub answers: usize,
+    /// The answers' mean share of agreeing neighbours.
+    pub mean: f64,
 }
 
 /// The bundle's name for a dataset, model and seed (validation checks it against its data).
@@ -115,10 +133,24 @@ pub fn export(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Resul
     let classifier = quantize("classifier", &a.model.mlp)?;
     let name = bundle_name(&a.name, a.model.kind, params.seed);
     let support = Support::new(&a.prepared.encoding, rows).device();
-    let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas, &support)?;
+    // The regions are judged with the bundle the device will run, then the bundle is written
+    // again with their agreement (which changes no answer the judging saw, only their order).
+    let (bytes, _) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas, &support, &[])?;
+    let judged = Bundle::from_bytes(&bytes).map_err(ExportError::Bundle)?;
+    let agreement = regions::agreement(&judged, &a.prepared.encoding.to_core_schema(), rows, &labels);
+    let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas, &support, &agreement.bytes)?;
     let test = &a.prepared.test.data;
     let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &a.model.classify(test));
-    Ok(Export { bytes, sizes, atlas, encoder, classifier: Some(classifier), test_fidelity, support: support.summary() })
+    Ok(Export {
+        bytes,
+        sizes,
+        atlas,
+        encoder,
+        classifier: Some(classifier),
+        test_fidelity,
+        support: support.summary(),
+        agreement: AgreementSummary { rows: agreement.rows, answers: agreement.answers, mean: agreement.mean },
+    })
 }
 
 /// The bundle bytes of `a` (see [`export`]): what a firmware build embeds.
@@ -131,7 +163,8 @@ pub fn write_bundle(a: &Artifacts, params: AtlasParams, weights: WeightWidth) ->
 
 /// Writes the bundle of already-built parts, checks that the device loader accepts it, and
 /// measures its parts. `classifier` is `None` for a black box the device cannot carry;
-/// `support` is the training rows' ([`Support::device`]), or empty for none.
+/// `support` is the training rows' ([`Support::device`]), or empty for none; `agreement` the
+/// regions' ([`regions::agreement`]), or empty for none.
 ///
 /// # Errors
 /// [`ExportError::Capacity`] when a part exceeds the core's capacities, [`ExportError::Bundle`]
@@ -143,6 +176,7 @@ pub fn assemble(
     classifier: Option<&QuantizedMlp>,
     atlas: &Atlas,
     support: &DeviceSupport,
+    agreement: &[u8],
 ) -> Result<(Vec<u8>, Sizes), ExportError> {
     let anchors = atlas.anchor_bytes(encoder.output_scale);
     let trees: Vec<&[u8]> = atlas.trees.iter().map(|t| t.bytes.as_slice()).collect();
@@ -155,6 +189,7 @@ pub fn assemble(
         anchors: &anchors,
         trees: heapless::Vec::from_slice(&trees).map_err(|_| ExportError::Capacity("anchors"))?,
         support: support.parts().ok_or(ExportError::Capacity(LINKS_EXCEEDED))?,
+        agreement,
     };
     Bundle::from_parts(&parts).map_err(ExportError::Bundle)?;
     let sizes = measure(&parts)?;
@@ -199,9 +234,10 @@ fn measure(parts: &Parts<'_>) -> Result<Sizes, ExportError> {
         anchors: size(parts.anchors)?,
         trees: size(&parts.trees)?,
         support: size(&parts.support)?,
+        agreement: size(parts.agreement)?,
         total: 0,
     };
-    s.total = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees + s.support;
+    s.total = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees + s.support + s.agreement;
     debug_assert_eq!(s.total - s.header, size(parts)?);
     Ok(s)
 }
@@ -263,7 +299,7 @@ mod tests {
     #[test]
     fn test_assemble_round_trips_and_sizes_add_up() {
         let (schema, encoder, atlas) = tiny();
-        let (bytes, sizes) = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default()).unwrap();
+        let (bytes, sizes) = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default(), &[]).unwrap();
         assert_eq!(sizes.total, bytes.len());
         assert_eq!(sizes.classifier, 1, "None is one byte");
         assert_eq!(sizes.anchors, 1 + 2 * 2 * 2, "length prefix + 4 int16");
@@ -280,7 +316,7 @@ mod tests {
         let mut schema = Schema::new(2);
         let group = Feature::ordinal(0, 2).with_mutability(cent_nostd::schema::Mutability::IncreaseOnly);
         schema.push(group).unwrap();
-        let (bytes, _) = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default()).unwrap();
+        let (bytes, _) = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default(), &[]).unwrap();
         let b = Bundle::from_bytes(&bytes).unwrap();
         assert_eq!(b.schema, schema);
         assert!(b.schema.features()[0].ordered);
@@ -291,7 +327,7 @@ mod tests {
         let (schema, encoder, mut atlas) = tiny();
         atlas.latent = 1;
         atlas.anchors.truncate(2);
-        let err = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default()).unwrap_err();
+        let err = assemble("tiny", &schema, &encoder, None, &atlas, &DeviceSupport::default(), &[]).unwrap_err();
         assert!(matches!(err, ExportError::Bundle(BundleError::Mismatch)), "{err}");
     }
 

@@ -23,6 +23,7 @@ pub mod profile;
 pub mod progress;
 pub mod quantize;
 pub mod ranking;
+pub mod regions;
 pub mod results;
 pub mod rows;
 pub mod support;

@@ -3,8 +3,9 @@
 //!
 //! `explain`: quantized encode → nearest anchor → query graph over its tree → bounded Dijkstra →
 //! counterfactual candidates → confirmation by the on-device classifier when the bundle has one
-//! → up to `n` results from distinct leaves (the `n` cheapest the classifier confirms), the
-//! region the most people of the target class fill first.
+//! → up to `n` results from distinct leaves: of the cheapest leaves the classifier confirms,
+//! those whose regions' answers landed most among people of their class (an agreement the
+//! exporter measured), then the region the most people of the target class fill.
 
 use crate::capacity::{ANCHORS, COLUMNS, LATENT, NODES, WIDTH};
 use crate::counterfactual::{self, CounterfactualError};
@@ -27,6 +28,8 @@ pub enum AtlasError {
     Anchors,
     /// The tree of anchor `anchor` is invalid.
     Tree { anchor: u8, error: TreeError },
+    /// The regions' agreement is neither absent nor one byte per node of every tree.
+    Agreement,
 }
 
 impl fmt::Display for AtlasError {
@@ -34,18 +37,26 @@ impl fmt::Display for AtlasError {
         match self {
             AtlasError::Anchors => write!(f, "anchor table does not match the latent size or capacity"),
             AtlasError::Tree { anchor, error } => write!(f, "tree of anchor {anchor}: {error}"),
+            AtlasError::Agreement => write!(f, "region agreement does not have one byte per tree node"),
         }
     }
 }
 
 impl core::error::Error for AtlasError {}
 
-/// Anchors (int16, in the encoder's output steps) and their trees, borrowed from a bundle.
+/// Anchors (int16, in the encoder's output steps) and their trees, borrowed from a bundle,
+/// with, when the exporter measured it, each region's **agreement**: one byte per tree node,
+/// tree after tree, `255 ·` the share of the nearest training rows of the answers the region
+/// gave training rows of its anchor that the model puts in the answer's class (a leaf no
+/// answer came from holds the prior, one half; a split node is unused).
 #[derive(Debug, Clone)]
 pub struct Atlas<'a> {
     latent: usize,
     anchors: &'a [u8],
     trees: heapless::Vec<Tree<'a>, ANCHORS>,
+    agreement: &'a [u8],
+    /// Where each tree's bytes of `agreement` start.
+    offsets: heapless::Vec<u16, ANCHORS>,
 }
 
 impl<'a> Atlas<'a> {
@@ -70,7 +81,47 @@ impl<'a> Atlas<'a> {
                 Tree::new(bytes, columns, classes).map_err(|error| AtlasError::Tree { anchor: i as u8, error })?;
             views.push(tree).map_err(|_| AtlasError::Anchors)?;
         }
-        Ok(Atlas { latent, anchors, trees: views })
+        Ok(Atlas { latent, anchors, trees: views, agreement: &[], offsets: heapless::Vec::new() })
+    }
+
+    /// The atlas with its regions' agreement: empty (none measured), or one byte per node of
+    /// every tree, tree after tree.
+    ///
+    /// # Errors
+    /// [`AtlasError::Agreement`] for any other length.
+    pub fn with_agreement(mut self, agreement: &'a [u8]) -> Result<Self, AtlasError> {
+        self.offsets.clear();
+        if agreement.is_empty() {
+            self.agreement = agreement;
+            return Ok(self);
+        }
+        let mut at = 0usize;
+        for t in &self.trees {
+            let start = u16::try_from(at).map_err(|_| AtlasError::Agreement)?;
+            self.offsets.push(start).map_err(|_| AtlasError::Agreement)?;
+            at += t.len();
+        }
+        if agreement.len() != at {
+            return Err(AtlasError::Agreement);
+        }
+        self.agreement = agreement;
+        Ok(self)
+    }
+
+    /// Whether the exporter measured the regions' agreement.
+    pub fn has_agreement(&self) -> bool {
+        !self.agreement.is_empty()
+    }
+
+    /// The agreement of node `node` of anchor `anchor`'s tree (`255 ·` a share; see
+    /// [`Atlas`]), when measured.
+    pub fn agreement(&self, anchor: usize, node: NodeIdx) -> Option<u8> {
+        let start = usize::from(*self.offsets.get(anchor)?);
+        let len = self.trees.get(anchor)?.len();
+        if usize::from(node) >= len {
+            return None;
+        }
+        self.agreement.get(start + usize::from(node)).copied()
     }
 
     pub fn len(&self) -> usize {
@@ -262,13 +313,44 @@ pub struct Options {
     /// this to the quantized classifier's boundary may be on the other side for the full-precision
     /// model; the next margin of the ladder, further inside the leaf, is tried instead.
     pub lead: f32,
+    /// Confirmed regions to compare by their agreement before answering, when the atlas carries
+    /// it (at least as many as answers are asked for, at most [`CANDIDATES`]); without it, the
+    /// answers asked for are the regions compared.
+    pub candidates: u8,
+    /// Classifier calls spent looking for those further regions once the answers asked for are
+    /// found (checked before each contrast leaf, so a leaf begun may finish past it; a further
+    /// region is tried only when it could come first): what bounds the cost of comparing
+    /// regions. [`COMPARE_CALLS`] by default.
+    pub compare_calls: u16,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { desired: None, max_search: 50, lead: CONFIRM_LEAD }
+        Options {
+            desired: None,
+            max_search: 50,
+            lead: CONFIRM_LEAD,
+            candidates: CANDIDATES as u8,
+            compare_calls: COMPARE_CALLS,
+        }
     }
 }
+
+/// Confirmed regions an explanation compares at most ([`Options::candidates`]), and so the most
+/// answers it gives.
+pub const CANDIDATES: usize = 8;
+
+/// Default [`Options::compare_calls`]: 8 classifier calls, which keeps the slowest explanation
+/// of the firmware's Adult bundle where it was without comparing regions (1.95 M instructions,
+/// under the 2 M goal); 16 took it to 2.04 M (see docs/device.md).
+pub const COMPARE_CALLS: u16 = 8;
+
+/// What each changed feature takes off a region's agreement (of 255) when answers are compared:
+/// 13, about 0.05 of a share, so that a region whose answers agree more wins unless it asks for
+/// more changes than that is worth. Measured on the built-in datasets (seeds 1 and 2, see
+/// docs/device.md): without it the device compared regions by agreement alone and its answers
+/// changed up to 2.3 features on average (Credit), with it at most 1.8, for 0.00-0.05 of yNN.
+pub const CHANGE_PENALTY: u8 = 13;
 
 /// Default [`Options::lead`]: `ln 1.5`, the lead of a probability of 0.6 over 0.4, so that
 /// between two classes a confirmed answer holds at the host explainer's default minimum
@@ -283,11 +365,13 @@ pub const CONFIRM_LEAD: f32 = 0.405_465_1;
 /// the classifier confirms wins. Shared by the device and the host explainer.
 pub const MARGIN_LADDER: [f32; 6] = [1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125];
 
-/// Caller-owned scratch of the explainer: the graph and the search over trees of `N` nodes.
+/// Caller-owned scratch of the explainer: the graph and the search over trees of `N` nodes,
+/// and the confirmed answers compared before the best are given.
 #[derive(Debug)]
 pub struct Explainer<const N: usize = NODES> {
     graph: Graph<N>,
     search: Search<N>,
+    found: heapless::Vec<Counterfactual, CANDIDATES>,
 }
 
 impl<const N: usize> Default for Explainer<N> {
@@ -298,14 +382,16 @@ impl<const N: usize> Default for Explainer<N> {
 
 impl<const N: usize> Explainer<N> {
     pub const fn new() -> Self {
-        Explainer { graph: Graph::new(), search: Search::new() }
+        Explainer { graph: Graph::new(), search: Search::new(), found: heapless::Vec::new() }
     }
 
-    /// Explains `x` with `model` under `query`, writing up to `out`'s capacity results: the
-    /// cheapest contrast leaves the classifier confirms (each tried at every margin of
-    /// [`MARGIN_LADDER`]), the one whose region the most people of the target class fill first
-    /// (its leaf's purity times samples; ties: the cheaper). An empty `out` comes with
-    /// [`Summary::not_found`] set.
+    /// Explains `x` with `model` under `query`, writing up to `out`'s capacity results (at most
+    /// [`CANDIDATES`]): of the cheapest contrast leaves the classifier confirms (each tried at
+    /// every margin of [`MARGIN_LADDER`]; [`Options::candidates`] of them when the atlas carries
+    /// its regions' agreement, else as many as `out` holds), those whose regions' answers
+    /// landed most among people of their class ([`Atlas::agreement`], less [`CHANGE_PENALTY`]
+    /// per changed feature), then whose regions the most people of the target class fill (the
+    /// leaf's purity times samples), then the cheaper. An empty `out` comes with [`Summary::not_found`] set.
     ///
     /// # Errors
     /// [`ExplainError`] when the input does not match or a capacity is exceeded.
@@ -351,12 +437,30 @@ impl<const N: usize> Explainer<N> {
         self.graph.build(tree, schema, query, x).map_err(ExplainError::Graph)?;
         self.search.start(&self.graph).map_err(ExplainError::Search)?;
         let mut summary = Summary { anchor: anchor as u8, fact, examined: 0, rejected: 0, not_found: None };
+        let asked = out.capacity().min(CANDIDATES);
+        let want = if atlas.has_agreement() { usize::from(options.candidates).clamp(asked, CANDIDATES) } else { asked };
+        self.found.clear();
         let mut built = 0u8;
-        while summary.examined < options.max_search && !out.is_full() {
+        // Once the answers asked for are found, more regions are looked for with at most
+        // `options.compare_calls` more classifier calls (checked before each leaf).
+        let oracle = &Counted { oracle, calls: core::cell::Cell::new(0) };
+        let mut full_at: Option<u32> = None;
+        while summary.examined < options.max_search && self.found.len() < want {
+            if full_at.is_some_and(|c| oracle.calls.get() - c >= u32::from(options.compare_calls)) {
+                break;
+            }
             let Some(hit) = self.search.next_contrast(&self.graph, target).map_err(ExplainError::Search)? else {
                 break;
             };
             summary.examined += 1;
+            // Once the answers asked for are found, a further region is tried only when it could
+            // come first: its agreement, less one change's penalty, above every found answer's.
+            if let Some(g) = atlas.agreement(anchor, hit.leaf) {
+                let best = i32::from(g) - i32::from(CHANGE_PENALTY);
+                if self.found.len() >= asked && self.found.iter().any(|c| score(atlas, anchor, c) >= best) {
+                    continue;
+                }
+            }
             let (found, any_built) = self.try_leaf(
                 oracle,
                 (schema, tree, support),
@@ -370,26 +474,43 @@ impl<const N: usize> Explainer<N> {
             built = built.saturating_add(u8::from(any_built));
             if let Some((cf, class)) = found {
                 let changed = counterfactual::changed(schema, x, &cf);
-                // `out` is not full (loop condition), so the push cannot fail.
-                let _ = out.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
+                // Fewer than `want` ≤ CANDIDATES found (loop condition): the push cannot fail.
+                let _ = self.found.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
+                if self.found.len() == asked {
+                    full_at = Some(oracle.calls.get());
+                }
             }
         }
-        // Among the answers found, the one in the region most people of the target class fill
-        // (its tree's neighbours: purity times samples) comes first, then the cheaper.
+        // The regions whose answers landed most among people of their class first, less
+        // `CHANGE_PENALTY` for each change; then the region most people of the target class
+        // fill (its tree's neighbours: purity times samples); then the cheaper.
+        let agreement = |c: &Counterfactual| score(atlas, anchor, c);
         let people = |c: &Counterfactual| match tree.node(c.leaf) {
             Some(crate::tree::Node::Leaf { purity, samples, .. }) => purity * samples as f32,
             _ => 0.0,
         };
         let before = |a: &Counterfactual, b: &Counterfactual| {
-            people(a).total_cmp(&people(b)).reverse().then(a.cost.cmp(&b.cost)).then(a.leaf.cmp(&b.leaf)).is_lt()
+            agreement(a)
+                .cmp(&agreement(b))
+                .reverse()
+                .then(people(a).total_cmp(&people(b)).reverse())
+                .then(a.cost.cmp(&b.cost))
+                .then(a.leaf.cmp(&b.leaf))
+                .is_lt()
         };
         // A few answers: insertion sort (a library sort costs kilobytes of flash).
-        for i in 1..out.len() {
+        let found = &mut self.found;
+        for i in 1..found.len() {
             let mut j = i;
-            while j > 0 && before(&out[j], &out[j - 1]) {
-                out.swap(j, j - 1);
+            while j > 0 && before(&found[j], &found[j - 1]) {
+                found.swap(j, j - 1);
                 j -= 1;
             }
+        }
+        out.clear();
+        for c in found.iter().take(asked) {
+            // At most `asked` ≤ `out`'s capacity: the push cannot fail.
+            let _ = out.push(c.clone());
         }
         if out.is_empty() {
             summary.not_found = Some(match (summary.examined, built) {
@@ -399,6 +520,32 @@ impl<const N: usize> Explainer<N> {
             });
         }
         Ok(summary)
+    }
+}
+
+/// How an answer's region compares by agreement: its agreement less [`CHANGE_PENALTY`] per
+/// changed feature, or 0 for every answer of an atlas without agreement.
+fn score(atlas: &Atlas<'_>, anchor: usize, c: &Counterfactual) -> i32 {
+    match atlas.agreement(anchor, c.leaf) {
+        Some(g) => i32::from(g) - i32::from(CHANGE_PENALTY) * c.changed.count_ones() as i32,
+        None => 0,
+    }
+}
+
+/// An oracle that counts the classifier's calls.
+struct Counted<'o, O> {
+    oracle: &'o O,
+    calls: core::cell::Cell<u32>,
+}
+
+impl<O: Oracle> Oracle for Counted<'_, O> {
+    fn anchor(&self, x: &[f32]) -> Result<usize, ExplainError> {
+        self.oracle.anchor(x)
+    }
+
+    fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, ExplainError> {
+        self.calls.set(self.calls.get().saturating_add(1));
+        self.oracle.classify(x)
     }
 }
 
@@ -520,8 +667,9 @@ fn pare<O: Oracle>(
     Ok(class)
 }
 
-/// Factors by which [`pare`] (and the host explainer) carry the remaining numeric moves of a
-/// point further when one change is set back: the first the classifier confirms wins.
+/// Factors by which the explainer's paring (and the host explainer's) carry the remaining
+/// numeric moves of a point further when one change is set back: the first the classifier
+/// confirms wins.
 pub const PUSH_LADDER: [f32; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
 
 /// Carries every changed number of `trial` (a confirmed point with one change set back) further

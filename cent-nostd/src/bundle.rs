@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 /// First bytes of every bundle.
 pub const MAGIC: [u8; 4] = *b"CENT";
 /// The format version this build reads and writes (2: features carry `ordered`; 3: layers
-/// carry their weight width; 4: the data support, observed values and links).
-pub const VERSION: u16 = 4;
+/// carry their weight width; 4: the data support, observed values and links; 5: the regions'
+/// agreement).
+pub const VERSION: u16 = 5;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 14;
 
@@ -178,6 +179,9 @@ pub struct Parts<'a> {
     /// Values and combinations the answers keep to.
     #[serde(borrow)]
     pub support: SupportParts<'a>,
+    /// Each region's agreement, one byte per node of every tree, tree after tree, or empty
+    /// (see [`Atlas`]).
+    pub agreement: &'a [u8],
 }
 
 impl SchemaParts {
@@ -354,6 +358,7 @@ impl<'a> Bundle<'a> {
             return Err(BundleError::Mismatch);
         }
         let atlas = Atlas::new(latent, parts.anchors, &parts.trees, schema.columns(), schema.classes())
+            .and_then(|a| a.with_agreement(parts.agreement))
             .map_err(BundleError::Atlas)?;
         let support = parts.support.to_support(&schema).map_err(BundleError::Support)?;
         Ok(Bundle { name: parts.name, schema, encoder, classifier, atlas, support })
@@ -522,6 +527,7 @@ pub(crate) mod tests {
                 anchors: &self.anchors,
                 trees: heapless::Vec::from_slice(&[&self.tree[..], &self.tree[..]]).unwrap(),
                 support: SupportParts::default(),
+                agreement: &[],
             }
         }
 
@@ -691,6 +697,59 @@ pub(crate) mod tests {
         assert_eq!((out[0].changed, out[0].class), (0b01, Some(1)));
     }
 
+    /// The single answer for `[0.2, 0.3]` (any lead) of the fixture with both features mutable,
+    /// a tree with two regions of the target class (leaf 3, where the query already is on the
+    /// second feature, the cheaper; leaf 4) and `agreement` as every tree's.
+    fn answer_with_agreement(agreement: &[u8]) -> Result<heapless::Vec<crate::atlas::Counterfactual, 1>, BundleError> {
+        let fx = Fixture::new();
+        let tree = records(&[
+            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
+        ]);
+        let mut schema: Schema = Schema::new(2);
+        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
+        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
+        let both: Vec<u8> = agreement.iter().chain(agreement).copied().collect();
+        let parts = Parts {
+            schema: SchemaParts::of(&schema),
+            trees: heapless::Vec::from_slice(&[&tree[..], &tree[..]]).unwrap(),
+            agreement: &both,
+            ..fx.parts()
+        };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf)?;
+        let bundle = Bundle::from_bytes(&buf[..n])?;
+        let mut explainer: Explainer<8> = Explainer::new();
+        let mut out = heapless::Vec::new();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
+        let options = Options { lead: 0.0, ..Options::default() };
+        let q = bundle.schema.default_query();
+        explainer.explain(&bundle.model(), &[0.2, 0.3], &q, options, &mut rng, &mut out).unwrap();
+        Ok(out)
+    }
+
+    /// With the regions' agreement, more confirmed regions than answers asked for are compared
+    /// and the one whose answers landed most among people of their class is given, though
+    /// dearer; without it, the cheaper. An agreement of any other length than the trees' nodes
+    /// is refused.
+    #[test]
+    fn test_the_region_whose_answers_people_agree_with_is_given() {
+        let leaf = |a: &[u8]| answer_with_agreement(a).unwrap().iter().map(|c| c.leaf).collect::<Vec<_>>();
+        assert_eq!(leaf(&[]), [3], "without agreement: the cheaper region");
+        assert_eq!(leaf(&[255, 0, 255, 10, 200]), [4], "the region people agree with");
+        assert_eq!(leaf(&[255, 0, 255, 200, 10]), [3]);
+        // Equal agreement: as without.
+        assert_eq!(leaf(&[128; 5]), [3]);
+        let bad = answer_with_agreement(&[1, 2, 3, 4]).unwrap_err();
+        assert_eq!(bad, BundleError::Atlas(AtlasError::Agreement));
+        let bytes = Fixture::new().bytes();
+        let bundle = Bundle::from_bytes(&bytes).unwrap();
+        assert_eq!((bundle.atlas.has_agreement(), bundle.atlas.agreement(0, 2)), (false, None));
+    }
+
     /// An oracle of one anchor whose classifier says class 1 iff `x0 + x1 / 2 > 0.7`, with a
     /// lead of 5 logits per unit of that sum: the decision needs `x0` only, but with `x0` at 0.6
     /// it needs `x1` for the lead too.
@@ -833,10 +892,10 @@ pub(crate) mod tests {
     #[test]
     fn test_version_and_foreign_files() {
         let mut bytes = Fixture::new().bytes();
-        bytes[4] = 3; // the format before the data support
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 3 });
-        bytes[4] = 5;
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 5 });
+        bytes[4] = 4; // the format before the regions' agreement
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 4 });
+        bytes[4] = 6;
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 6 });
         assert_eq!(Bundle::from_bytes(b"\x89PNG\r\n\x1a\n0000000000").unwrap_err(), BundleError::Magic);
         assert_eq!(Bundle::from_bytes(b"").unwrap_err(), BundleError::Length);
     }

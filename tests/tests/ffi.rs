@@ -127,7 +127,7 @@ fn expected() -> String {
     for (j, c) in query.cost.iter_mut().enumerate().take(bundle.schema.features().len()) {
         *c = 1.0 + 0.25 * j as f32;
     }
-    let options = Options { desired: None, max_search: 20, lead: CONFIRM_LEAD };
+    let options = Options { desired: None, max_search: 20, lead: CONFIRM_LEAD, ..Options::default() };
     for i in 0..batch.len().min(8) {
         text += &line::<2>(&bundle, &batch, i, "c ", 1000 + i as u64, &query, options);
     }

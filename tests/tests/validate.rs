@@ -48,7 +48,8 @@ fn test_adult_mlp_bundle_fits_64_kb_and_sizes_add_up() {
     let e = bundle();
     let s = e.sizes;
     assert_eq!(s.total, e.bytes.len());
-    assert_eq!(s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees + s.support, s.total);
+    let parts = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees + s.support;
+    assert_eq!(parts + s.agreement, s.total);
     let b = cent_nostd::bundle::Bundle::from_bytes(&e.bytes).unwrap();
     let gain = adult().prepared.encoding.feature_index("capital-gain").unwrap();
     assert!(b.support.observed(gain) > 50 && b.support.links() == 1, "the data support travels in the bundle");
@@ -166,4 +167,48 @@ fn test_missing_file_and_mismatched_bundle_are_named() {
     let text = err.to_string();
     assert!(matches!(err, ValidateError::Mismatch { .. }), "{text}");
     assert!(text.contains("adult mlp seed=1") && text.contains("adult mlp seed=2"), "{text}");
+}
+
+/// The bundle carries each region's agreement, measured on training rows at export: one byte
+/// per tree node, one half on every split node, leaves that answered away from one half. The
+/// device's first answers, compared with the measured agreement, land among more people of
+/// their class (yNN, the evaluation's own code) than with the same bundle whose regions all
+/// agree alike.
+#[test]
+fn test_regions_agreement_steers_the_device_to_people() {
+    use cent_lab::evaluate::{Bench, Config, MethodKind};
+    use cent_nostd::bundle::{Bundle, crc32};
+    use cent_nostd::tree::Node;
+    let e = bundle();
+    let b = Bundle::from_bytes(&e.bytes).unwrap();
+    assert!(b.atlas.has_agreement());
+    let (mut splits, mut leaves, mut judged, mut nodes) = (0, 0, 0, 0);
+    for a in 0..b.atlas.len() {
+        let tree = b.atlas.tree(a).unwrap();
+        for i in 0..tree.len() as u16 {
+            let g = b.atlas.agreement(a, i).expect("one byte per node");
+            nodes += 1;
+            match tree.node(i) {
+                Some(Node::Split { .. }) => (splits, _) = (splits + 1, assert_eq!(g, 128, "anchor {a} node {i}")),
+                _ => (leaves, judged) = (leaves + 1, judged + usize::from(g != 128)),
+            }
+        }
+    }
+    assert!(splits > 0 && judged * 4 > leaves, "{judged} of {leaves} leaves judged");
+    assert!(e.agreement.rows >= 1000 && e.agreement.answers >= e.agreement.rows, "{:?}", e.agreement);
+    // The same bundle with every region at one half: its agreement is the payload's last bytes.
+    let mut alike = e.bytes.clone();
+    let end = alike.len();
+    alike[end - nodes..].fill(128);
+    let crc = crc32(&alike[HEADER_LEN..]);
+    alike[10..14].copy_from_slice(&crc.to_le_bytes());
+    let a = adult();
+    let ynn = |bytes: &[u8]| {
+        let bench =
+            Bench::new(&a.prepared, &a.model, &a.vae, Config::new(60, SEED)).unwrap().with_atlas(bytes).unwrap();
+        let factuals = bench.factuals().unwrap();
+        bench.run(MethodKind::Atlas, &factuals).unwrap().summary.ynn
+    };
+    let (measured, uniform) = (ynn(&e.bytes), ynn(&alike));
+    assert!(measured > uniform, "yNN {measured:.3} with the measured agreement, {uniform:.3} without");
 }

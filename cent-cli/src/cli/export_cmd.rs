@@ -156,6 +156,14 @@ fn print_export(path: &Path, e: &Export) -> Result<()> {
         plural(s.links, "link", "links"),
         plural(s.combinations, "combination", "combinations")
     )?;
+    let g = e.agreement;
+    outln!(
+        "region agreement: {} explained with the bundle, {} judged by their {} nearest training rows: {:.2} agree on average",
+        plural(g.rows, "training row", "training rows"),
+        plural(g.answers, "answer", "answers"),
+        cent_host::regions::NEIGHBOURS,
+        g.mean
+    )?;
     Ok(())
 }
 
