@@ -656,62 +656,35 @@ pub(crate) mod tests {
         assert_eq!(err, BundleError::Support(SupportError::Values { feature: 0 }));
     }
 
-    /// The answers for `[0.2, 0.3]` (any lead) of the fixture with both features mutable and
-    /// `nodes` as every anchor's tree.
-    fn answers_with_tree(nodes: &[Node]) -> heapless::Vec<crate::atlas::Counterfactual, 3> {
+    /// The fixture's two features, both mutable.
+    fn both_free() -> Schema {
+        let mut schema: Schema = Schema::new(2);
+        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
+        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
+        schema
+    }
+
+    /// A tree split on the first feature at 0.5, its right half on the second at 0.5: class 0
+    /// below on the first, `low` below on the second, class 1 above on both (leaves 1, 3, 4).
+    fn split_twice(low: u8) -> [Node; 5] {
+        [
+            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
+            Node::Leaf { class: low, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
+        ]
+    }
+
+    /// The answers for `[0.2, 0.3]` (any lead, at most `K`) of the fixture with both features
+    /// mutable, `nodes` as every anchor's tree and `agreement` as every tree's (or none).
+    fn answers_of<const K: usize>(
+        nodes: &[Node],
+        agreement: &[u8],
+    ) -> Result<heapless::Vec<crate::atlas::Counterfactual, K>, BundleError> {
         let fx = Fixture::new();
         let tree = records(nodes);
-        let mut schema: Schema = Schema::new(2);
-        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
-        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
-        let parts = Parts {
-            schema: SchemaParts::of(&schema),
-            trees: heapless::Vec::from_slice(&[&tree[..], &tree[..]]).unwrap(),
-            ..fx.parts()
-        };
-        let mut buf = std::vec![0u8; 4096];
-        let n = to_slice(&parts, &mut buf).unwrap();
-        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
-        let mut explainer: Explainer<8> = Explainer::new();
-        let mut out = heapless::Vec::new();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
-        let options = Options { lead: 0.0, ..Options::default() };
-        let q = bundle.schema.default_query();
-        explainer.explain(&bundle.model(), &[0.2, 0.3], &q, options, &mut rng, &mut out).unwrap();
-        out
-    }
-
-    /// A region that asks for both features where the classifier needs only the first: the
-    /// answer keeps the one change it needs.
-    #[test]
-    fn test_answers_are_pared_to_the_changes_the_classifier_needs() {
-        let out = answers_with_tree(&[
-            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
-        ]);
-        assert_eq!(out.len(), 1, "one contrast leaf");
-        assert!(out[0].x[0] > 0.5 && out[0].x[1] == 0.3, "x1 set back: {:?}", out[0].x);
-        assert_eq!((out[0].changed, out[0].class), (0b01, Some(1)));
-    }
-
-    /// The single answer for `[0.2, 0.3]` (any lead) of the fixture with both features mutable,
-    /// a tree with two regions of the target class (leaf 3, where the query already is on the
-    /// second feature, the cheaper; leaf 4) and `agreement` as every tree's.
-    fn answer_with_agreement(agreement: &[u8]) -> Result<heapless::Vec<crate::atlas::Counterfactual, 1>, BundleError> {
-        let fx = Fixture::new();
-        let tree = records(&[
-            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
-            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
-        ]);
-        let mut schema: Schema = Schema::new(2);
-        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
-        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
+        let schema = both_free();
         let both: Vec<u8> = agreement.iter().chain(agreement).copied().collect();
         let parts = Parts {
             schema: SchemaParts::of(&schema),
@@ -731,19 +704,35 @@ pub(crate) mod tests {
         Ok(out)
     }
 
+    /// [`answers_of`] with no agreement, three answers.
+    fn answers_with_tree(nodes: &[Node]) -> heapless::Vec<crate::atlas::Counterfactual, 3> {
+        answers_of(nodes, &[]).unwrap()
+    }
+
+    /// A region that asks for both features where the classifier needs only the first: the
+    /// answer keeps the one change it needs.
+    #[test]
+    fn test_answers_are_pared_to_the_changes_the_classifier_needs() {
+        let out = answers_with_tree(&split_twice(0));
+        assert_eq!(out.len(), 1, "one contrast leaf");
+        assert!(out[0].x[0] > 0.5 && out[0].x[1] == 0.3, "x1 set back: {:?}", out[0].x);
+        assert_eq!((out[0].changed, out[0].class), (0b01, Some(1)));
+    }
+
     /// With the regions' agreement, more confirmed regions than answers asked for are compared
     /// and the one whose answers landed most among people of their class is given, though
     /// dearer; without it, the cheaper. An agreement of any other length than the trees' nodes
     /// is refused.
     #[test]
     fn test_the_region_whose_answers_people_agree_with_is_given() {
-        let leaf = |a: &[u8]| answer_with_agreement(a).unwrap().iter().map(|c| c.leaf).collect::<Vec<_>>();
+        // Leaf 3, where the query already is on the second feature, is the cheaper region.
+        let leaf = |a: &[u8]| answers_of::<1>(&split_twice(1), a).unwrap().iter().map(|c| c.leaf).collect::<Vec<_>>();
         assert_eq!(leaf(&[]), [3], "without agreement: the cheaper region");
         assert_eq!(leaf(&[255, 0, 255, 10, 200]), [4], "the region people agree with");
         assert_eq!(leaf(&[255, 0, 255, 200, 10]), [3]);
         // Equal agreement: as without.
         assert_eq!(leaf(&[128; 5]), [3]);
-        let bad = answer_with_agreement(&[1, 2, 3, 4]).unwrap_err();
+        let bad = answers_of::<1>(&split_twice(1), &[1, 2, 3, 4]).unwrap_err();
         assert_eq!(bad, BundleError::Atlas(AtlasError::Agreement));
         let bytes = Fixture::new().bytes();
         let bundle = Bundle::from_bytes(&bytes).unwrap();
@@ -772,16 +761,8 @@ pub(crate) mod tests {
     #[test]
     fn test_a_change_only_the_lead_needs_is_traded_for_a_longer_move() {
         let fx = Fixture::new();
-        let tree = records(&[
-            Node::Split { col: 0, threshold: 0.5, left: 1, right: 2 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
-            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
-            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
-        ]);
-        let mut schema: Schema = Schema::new(2);
-        schema.push(Feature::continuous(0, 0.0, 100.0).with_sigma(0.2)).unwrap();
-        schema.push(Feature::continuous(1, 0.0, 1.0).with_sigma(0.2)).unwrap();
+        let tree = records(&split_twice(0));
+        let schema = both_free();
         let le = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         let values = le(&[0.1, 0.3, 0.6, 1.0, 0.1, 0.3, 0.6, 1.0]);
         let counts = heapless::Vec::from_slice(&[4, 4]).unwrap();
