@@ -31,6 +31,11 @@
 #define CENT_MAX_ANSWERS 3
 
 /*
+ Confirmed regions one explanation compares at most ([`CentOptions::candidates`]).
+ */
+#define CENT_MAX_CANDIDATES 8
+
+/*
  The bundle format version this library reads (bytes 4 and 5 of a bundle, little-endian).
  */
 #define CENT_BUNDLE_VERSION 5
@@ -325,7 +330,8 @@ typedef struct CentOptions {
   uint32_t max_search;
   /*
    Least lead of the target class over the runner-up, in logits, for the on-device
-   classifier to confirm a counterfactual; finite and non-negative (default 0.25).
+   classifier to confirm a counterfactual; finite and non-negative (default ln 1.5 ≈ 0.405:
+   probability 0.6 between two classes).
    */
   float lead;
   /*
@@ -357,6 +363,18 @@ typedef struct CentOptions {
    Entries of `costs`.
    */
   size_t costs_len;
+  /*
+   Confirmed regions compared by their agreement before answering, when the bundle carries
+   it: `answers` to `CENT_MAX_CANDIDATES` (default `CENT_MAX_CANDIDATES`); fewer than
+   `answers` counts as `answers`.
+   */
+  uint32_t candidates;
+  /*
+   Classifier calls spent looking for those regions once the answers are found, at most
+   65535 (default 8): more finds regions whose answers land among more people, at the cost
+   of instructions.
+   */
+  uint32_t compare_calls;
 } CentOptions;
 
 /*

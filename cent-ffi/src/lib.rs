@@ -51,6 +51,8 @@ pub const CENT_MAX_FEATURES: usize = 32;
 pub const CENT_MAX_COLUMNS: usize = 64;
 /// Counterfactuals one explanation can return ([`CentOptions::answers`] is at most this).
 pub const CENT_MAX_ANSWERS: usize = 3;
+/// Confirmed regions one explanation compares at most ([`CentOptions::candidates`]).
+pub const CENT_MAX_CANDIDATES: usize = 8;
 /// The bundle format version this library reads (bytes 4 and 5 of a bundle, little-endian).
 pub const CENT_BUNDLE_VERSION: u16 = 5;
 /// Fixed-point units per unit of cost in [`CentAnswer::cost`] (`cost / 65536.0` is the cost).
@@ -60,6 +62,7 @@ const _: () = assert!(cent_nostd::graph::SCALE == CENT_COST_SCALE as f32);
 const _: () = assert!(CENT_MAX_FEATURES == cent_nostd::capacity::FEATURES);
 const _: () = assert!(CENT_BUNDLE_VERSION == cent_nostd::bundle::VERSION);
 const _: () = assert!(CENT_MAX_COLUMNS == cent_nostd::capacity::COLUMNS);
+const _: () = assert!(CENT_MAX_CANDIDATES == cent_nostd::atlas::CANDIDATES);
 
 /// On bare metal: stop at an undefined instruction, which raises a fault that the firmware's
 /// HardFault handler reports. Nothing reachable from input panics (see the crate docs); this

@@ -1,6 +1,7 @@
 //! Per-query options as C passes them, checked into the core's `Options` and `Query`.
 
 use crate::CENT_MAX_ANSWERS;
+use crate::CENT_MAX_CANDIDATES;
 use crate::status::CentStatus;
 use cent_nostd::atlas::{CONFIRM_LEAD, Options};
 use cent_nostd::schema::{Mutability, Query, Schema};
@@ -21,7 +22,8 @@ pub struct CentOptions {
     /// Contrast leaves examined at most, 1 to 255 (default 50).
     pub max_search: u32,
     /// Least lead of the target class over the runner-up, in logits, for the on-device
-    /// classifier to confirm a counterfactual; finite and non-negative (default 0.25).
+    /// classifier to confirm a counterfactual; finite and non-negative (default ln 1.5 ≈ 0.405:
+    /// probability 0.6 between two classes).
     pub lead: f32,
     /// Seeds the random draws of the counterfactual margins: the same seed, the same answers.
     pub seed: u64,
@@ -38,6 +40,14 @@ pub struct CentOptions {
     pub costs: *const f32,
     /// Entries of `costs`.
     pub costs_len: usize,
+    /// Confirmed regions compared by their agreement before answering, when the bundle carries
+    /// it: `answers` to `CENT_MAX_CANDIDATES` (default `CENT_MAX_CANDIDATES`); fewer than
+    /// `answers` counts as `answers`.
+    pub candidates: u32,
+    /// Classifier calls spent looking for those regions once the answers are found, at most
+    /// 65535 (default 8): more finds regions whose answers land among more people, at the cost
+    /// of instructions.
+    pub compare_calls: u32,
 }
 
 impl Default for CentOptions {
@@ -55,6 +65,8 @@ impl Default for CentOptions {
             free: 0,
             costs: core::ptr::null(),
             costs_len: 0,
+            candidates: u32::from(core.candidates),
+            compare_calls: u32::from(core.compare_calls),
         }
     }
 }
@@ -86,7 +98,12 @@ impl CentOptions {
         if !self.lead.is_finite() || self.lead < 0.0 {
             return Err(bad);
         }
-        Ok((Options { desired, max_search, lead: self.lead, ..Options::default() }, answers))
+        let candidates = u8::try_from(self.candidates)
+            .ok()
+            .filter(|&c| c > 0 && usize::from(c) <= CENT_MAX_CANDIDATES)
+            .ok_or(bad)?;
+        let compare_calls = u16::try_from(self.compare_calls).map_err(|_| bad)?;
+        Ok((Options { desired, max_search, lead: self.lead, candidates, compare_calls }, answers))
     }
 
     /// The schema's default query with the masks and costs applied, checked by the core.
@@ -167,6 +184,12 @@ mod tests {
         assert_eq!(with(|o| o.desired_class = 256), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.desired_class = 2), Err(CentStatus::Target));
         assert_eq!(with(|o| o.desired_class = 1), Ok(()));
+        assert_eq!(with(|o| o.candidates = 0), Err(CentStatus::InvalidOptions));
+        assert_eq!(with(|o| o.candidates = CENT_MAX_CANDIDATES as u32 + 1), Err(CentStatus::InvalidOptions));
+        assert_eq!(with(|o| o.compare_calls = 65_536), Err(CentStatus::InvalidOptions));
+        assert_eq!(with(|o| (o.candidates, o.compare_calls) = (1, 0)), Ok(()));
+        let o = CentOptions { candidates: 5, compare_calls: 300, ..CentOptions::default() };
+        assert_eq!(o.core(&s).unwrap().0, Options { candidates: 5, compare_calls: 300, ..Options::default() });
     }
 
     #[test]
