@@ -375,6 +375,11 @@ typedef struct CentOptions {
    of instructions.
    */
   uint32_t compare_calls;
+  /*
+   When the nearest anchor's region tree confirms nothing, the runner-up anchor's is searched
+   while fewer classifier calls than this were made, at most 65535 (default 24; 0: never).
+   */
+  uint32_t runner_up_calls;
 } CentOptions;
 
 /*

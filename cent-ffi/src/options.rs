@@ -48,6 +48,9 @@ pub struct CentOptions {
     /// 65535 (default 8): more finds regions whose answers land among more people, at the cost
     /// of instructions.
     pub compare_calls: u32,
+    /// When the nearest anchor's region tree confirms nothing, the runner-up anchor's is searched
+    /// while fewer classifier calls than this were made, at most 65535 (default 24; 0: never).
+    pub runner_up_calls: u32,
 }
 
 impl Default for CentOptions {
@@ -67,6 +70,7 @@ impl Default for CentOptions {
             costs_len: 0,
             candidates: u32::from(core.candidates),
             compare_calls: u32::from(core.compare_calls),
+            runner_up_calls: u32::from(core.runner_up_calls),
         }
     }
 }
@@ -103,7 +107,9 @@ impl CentOptions {
             .filter(|&c| c > 0 && usize::from(c) <= CENT_MAX_CANDIDATES)
             .ok_or(bad)?;
         let compare_calls = u16::try_from(self.compare_calls).map_err(|_| bad)?;
-        Ok((Options { desired, max_search, lead: self.lead, candidates, compare_calls }, answers))
+        let runner_up_calls = u16::try_from(self.runner_up_calls).map_err(|_| bad)?;
+        let options = Options { desired, max_search, lead: self.lead, candidates, compare_calls, runner_up_calls };
+        Ok((options, answers))
     }
 
     /// The schema's default query with the masks and costs applied, checked by the core.
@@ -187,9 +193,11 @@ mod tests {
         assert_eq!(with(|o| o.candidates = 0), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.candidates = CENT_MAX_CANDIDATES as u32 + 1), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.compare_calls = 65_536), Err(CentStatus::InvalidOptions));
+        assert_eq!(with(|o| o.runner_up_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| (o.candidates, o.compare_calls) = (1, 0)), Ok(()));
-        let o = CentOptions { candidates: 5, compare_calls: 300, ..CentOptions::default() };
-        assert_eq!(o.core(&s).unwrap().0, Options { candidates: 5, compare_calls: 300, ..Options::default() });
+        let o = CentOptions { candidates: 5, compare_calls: 300, runner_up_calls: 7, ..CentOptions::default() };
+        let core = Options { candidates: 5, compare_calls: 300, runner_up_calls: 7, ..Options::default() };
+        assert_eq!(o.core(&s).unwrap().0, core);
     }
 
     #[test]

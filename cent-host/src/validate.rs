@@ -152,6 +152,11 @@ impl Oracle for F32Oracle<'_, '_> {
         self.atlas.nearest_f32(&self.encoder.forward(x), self.scale).ok_or(ExplainError::Input)
     }
 
+    fn runner_up(&self, x: &[f32], nearest: usize) -> Result<Option<usize>, ExplainError> {
+        self.anchor(x)?;
+        Ok(self.atlas.nearest_f32_but(&self.encoder.forward(x), self.scale, Some(nearest)))
+    }
+
     fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, ExplainError> {
         Ok(self.classifier.map(|c| {
             let (class, lead) = class_with_lead(&c.forward(x));

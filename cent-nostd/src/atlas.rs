@@ -152,18 +152,28 @@ impl<'a> Atlas<'a> {
     /// The anchor nearest to a quantized latent point (squared Euclidean in integer steps;
     /// ties go to the lower index). `None` when `z` is not `latent()` long.
     pub fn nearest(&self, z: &[i16]) -> Option<usize> {
+        self.nearest_but(z, None)
+    }
+
+    /// [`Atlas::nearest`] among the anchors other than `skip`.
+    pub fn nearest_but(&self, z: &[i16], skip: Option<usize>) -> Option<usize> {
         if z.len() != self.latent {
             return None;
         }
         let dist = |a: usize| -> i64 {
             z.iter().enumerate().map(|(d, &v)| (v as i64 - self.anchor(a, d) as i64).pow(2)).sum()
         };
-        (0..self.len()).min_by_key(|&a| (dist(a), a))
+        (0..self.len()).filter(|&a| Some(a) != skip).min_by_key(|&a| (dist(a), a))
     }
 
     /// The anchor nearest to a full-precision latent point, with anchors dequantized by
     /// `scale` (the encoder's output scale). Used by the host's full-precision path.
     pub fn nearest_f32(&self, z: &[f32], scale: f32) -> Option<usize> {
+        self.nearest_f32_but(z, scale, None)
+    }
+
+    /// [`Atlas::nearest_f32`] among the anchors other than `skip`.
+    pub fn nearest_f32_but(&self, z: &[f32], scale: f32, skip: Option<usize>) -> Option<usize> {
         if z.len() != self.latent {
             return None;
         }
@@ -177,7 +187,7 @@ impl<'a> Atlas<'a> {
                 .sum()
         };
         let mut best: Option<(f32, usize)> = None;
-        for a in 0..self.len() {
+        for a in (0..self.len()).filter(|&a| Some(a) != skip) {
             let d = dist(a);
             if best.is_none_or(|(b, _)| d < b) {
                 best = Some((d, a));
@@ -217,6 +227,8 @@ pub enum NotFound {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Summary {
+    /// The anchor whose tree gave the answers: the query's nearest, or the runner-up when the
+    /// nearest's confirmed nothing ([`Options::runner_up_calls`]); the nearest without answers.
     pub anchor: u8,
     /// The class of `x` (the classifier's, or the tree's when there is no classifier).
     pub fact: u8,
@@ -277,6 +289,13 @@ pub trait Oracle {
     /// When `x` cannot be encoded.
     fn anchor(&self, x: &[f32]) -> Result<usize, ExplainError>;
 
+    /// The anchor nearest to `x` after `nearest` (where the explainer looks when `nearest`'s
+    /// tree confirms nothing), or `None` when the atlas has no other.
+    ///
+    /// # Errors
+    /// When `x` cannot be encoded.
+    fn runner_up(&self, x: &[f32], nearest: usize) -> Result<Option<usize>, ExplainError>;
+
     /// The class of `x` and its lead over the runner-up in logits, or `None` without a
     /// classifier (the query's tree then gives the fact and every built candidate counts).
     ///
@@ -291,6 +310,13 @@ impl Oracle for Model<'_, '_> {
         let z = z.get_mut(..self.atlas.latent()).ok_or(ExplainError::Input)?;
         self.encoder.forward(x, z).map_err(ExplainError::Encoder)?;
         self.atlas.nearest(z).ok_or(ExplainError::Input)
+    }
+
+    fn runner_up(&self, x: &[f32], nearest: usize) -> Result<Option<usize>, ExplainError> {
+        let mut z = [0i16; WIDTH];
+        let z = z.get_mut(..self.atlas.latent()).ok_or(ExplainError::Input)?;
+        self.encoder.forward(x, z).map_err(ExplainError::Encoder)?;
+        Ok(self.atlas.nearest_but(z, Some(nearest)))
     }
 
     fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, ExplainError> {
@@ -322,6 +348,11 @@ pub struct Options {
     /// region is tried only when it could come first): what bounds the cost of comparing
     /// regions. [`COMPARE_CALLS`] by default.
     pub compare_calls: u16,
+    /// When the nearest anchor's tree confirms nothing, the runner-up anchor's tree is searched
+    /// (within the same `max_search` leaves) while the explanation has made fewer classifier
+    /// calls than this (checked before each leaf). [`RUNNER_UP_CALLS`] by default; 0 never
+    /// looks past the nearest anchor.
+    pub runner_up_calls: u16,
 }
 
 impl Default for Options {
@@ -332,6 +363,7 @@ impl Default for Options {
             lead: CONFIRM_LEAD,
             candidates: CANDIDATES as u8,
             compare_calls: COMPARE_CALLS,
+            runner_up_calls: RUNNER_UP_CALLS,
         }
     }
 }
@@ -344,6 +376,11 @@ pub const CANDIDATES: usize = 8;
 /// of the firmware's Adult bundle where it was without comparing regions (1.95 M instructions,
 /// under the 2 M goal); 16 took it to 2.04 M (see docs/device.md).
 pub const COMPARE_CALLS: u16 = 8;
+
+/// Default [`Options::runner_up_calls`]: 24 classifier calls, which keeps the slowest explanation
+/// of the firmware's Adult bundle under the 2 M instruction goal (1.92 M; 48 took it to 2.34 M,
+/// no bound to 2.69 M) and answers 2 more of its 48 queries (see docs/device.md).
+pub const RUNNER_UP_CALLS: u16 = 24;
 
 /// What each changed feature takes off a region's agreement (of 255) when answers are compared:
 /// 13, about 0.05 of a share, so that a region whose answers agree more wins unless it asks for
@@ -426,17 +463,14 @@ impl<const N: usize> Explainer<N> {
         if x.len() != schema.columns() {
             return Err(ExplainError::Input);
         }
-        let anchor = oracle.anchor(x)?;
-        let tree = atlas.tree(anchor).ok_or(ExplainError::Input)?;
-        let fact = fact_class(oracle, tree, x)?;
+        let first = oracle.anchor(x)?;
+        let fact = fact_class(oracle, atlas.tree(first).ok_or(ExplainError::Input)?, x)?;
         let target = match options.desired {
             Some(d) if d == fact || d as usize >= schema.classes() => return Err(ExplainError::Target),
             Some(d) => Target::Class(d),
             None => Target::Not(fact),
         };
-        self.graph.build(tree, schema, query, x).map_err(ExplainError::Graph)?;
-        self.search.start(&self.graph).map_err(ExplainError::Search)?;
-        let mut summary = Summary { anchor: anchor as u8, fact, examined: 0, rejected: 0, not_found: None };
+        let mut summary = Summary { anchor: first as u8, fact, examined: 0, rejected: 0, not_found: None };
         let asked = out.capacity().min(CANDIDATES);
         let want = if atlas.has_agreement() { usize::from(options.candidates).clamp(asked, CANDIDATES) } else { asked };
         self.found.clear();
@@ -445,41 +479,63 @@ impl<const N: usize> Explainer<N> {
         // `options.compare_calls` more classifier calls (checked before each leaf).
         let oracle = &Counted { oracle, calls: core::cell::Cell::new(0) };
         let mut full_at: Option<u32> = None;
-        while summary.examined < options.max_search && self.found.len() < want {
-            if full_at.is_some_and(|c| oracle.calls.get() - c >= u32::from(options.compare_calls)) {
-                break;
-            }
-            let Some(hit) = self.search.next_contrast(&self.graph, target).map_err(ExplainError::Search)? else {
-                break;
-            };
-            summary.examined += 1;
-            // Once the answers asked for are found, a further region is tried only when it could
-            // come first: its agreement, less one change's penalty, above every found answer's.
-            if let Some(g) = atlas.agreement(anchor, hit.leaf) {
-                let best = i32::from(g) - i32::from(CHANGE_PENALTY);
-                if self.found.len() >= asked && self.found.iter().any(|c| score(atlas, anchor, c) >= best) {
-                    continue;
+        // The nearest anchor's tree; when it confirms nothing, the runner-up's, within the same
+        // `max_search` leaves.
+        let mut anchor = first;
+        let tree = loop {
+            let tree = atlas.tree(anchor).ok_or(ExplainError::Input)?;
+            self.graph.build(tree, schema, query, x).map_err(ExplainError::Graph)?;
+            self.search.start(&self.graph).map_err(ExplainError::Search)?;
+            while summary.examined < options.max_search && self.found.len() < want {
+                if full_at.is_some_and(|c| oracle.calls.get() - c >= u32::from(options.compare_calls)) {
+                    break;
+                }
+                if anchor != first && oracle.calls.get() >= u32::from(options.runner_up_calls) {
+                    break;
+                }
+                let Some(hit) = self.search.next_contrast(&self.graph, target).map_err(ExplainError::Search)? else {
+                    break;
+                };
+                summary.examined += 1;
+                // Once the answers asked for are found, a further region is tried only when it could
+                // come first: its agreement, less one change's penalty, above every found answer's.
+                if let Some(g) = atlas.agreement(anchor, hit.leaf) {
+                    let best = i32::from(g) - i32::from(CHANGE_PENALTY);
+                    if self.found.len() >= asked && self.found.iter().any(|c| score(atlas, anchor, c) >= best) {
+                        continue;
+                    }
+                }
+                let (found, any_built) = self.try_leaf(
+                    oracle,
+                    (schema, tree, support),
+                    x,
+                    query,
+                    (target, options.lead),
+                    hit.leaf,
+                    rng,
+                    &mut summary,
+                )?;
+                built = built.saturating_add(u8::from(any_built));
+                if let Some((cf, class)) = found {
+                    let changed = counterfactual::changed(schema, x, &cf);
+                    // Fewer than `want` ≤ CANDIDATES found (loop condition): the push cannot fail.
+                    let _ = self.found.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
+                    if self.found.len() == asked {
+                        full_at = Some(oracle.calls.get());
+                    }
                 }
             }
-            let (found, any_built) = self.try_leaf(
-                oracle,
-                (schema, tree, support),
-                x,
-                query,
-                (target, options.lead),
-                hit.leaf,
-                rng,
-                &mut summary,
-            )?;
-            built = built.saturating_add(u8::from(any_built));
-            if let Some((cf, class)) = found {
-                let changed = counterfactual::changed(schema, x, &cf);
-                // Fewer than `want` ≤ CANDIDATES found (loop condition): the push cannot fail.
-                let _ = self.found.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
-                if self.found.len() == asked {
-                    full_at = Some(oracle.calls.get());
-                }
+            let spent = oracle.calls.get() >= u32::from(options.runner_up_calls);
+            if !self.found.is_empty() || summary.examined >= options.max_search || anchor != first || spent {
+                break tree;
             }
+            match oracle.runner_up(x, first)? {
+                Some(next) => anchor = next,
+                None => break tree,
+            }
+        };
+        if !self.found.is_empty() {
+            summary.anchor = anchor as u8;
         }
         // The regions whose answers landed most among people of their class first, less
         // `CHANGE_PENALTY` for each change; then the region most people of the target class
@@ -541,6 +597,10 @@ struct Counted<'o, O> {
 impl<O: Oracle> Oracle for Counted<'_, O> {
     fn anchor(&self, x: &[f32]) -> Result<usize, ExplainError> {
         self.oracle.anchor(x)
+    }
+
+    fn runner_up(&self, x: &[f32], nearest: usize) -> Result<Option<usize>, ExplainError> {
+        self.oracle.runner_up(x, nearest)
     }
 
     fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, ExplainError> {

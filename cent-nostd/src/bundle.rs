@@ -739,6 +739,30 @@ pub(crate) mod tests {
         assert_eq!((bundle.atlas.has_agreement(), bundle.atlas.agreement(0, 2)), (false, None));
     }
 
+    /// The query's nearest anchor has a tree of one leaf (no region of the other class): the
+    /// runner-up anchor's tree answers, and says so in the summary; with no calls to spend on
+    /// it, nothing is found.
+    #[test]
+    fn test_the_runner_up_anchor_answers_when_the_nearest_cannot() {
+        let fx = Fixture::new();
+        let lone = records(&[Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 }]);
+        let parts = Parts { trees: heapless::Vec::from_slice(&[&lone[..], &fx.tree[..]]).unwrap(), ..fx.parts() };
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(&parts, &mut buf).unwrap();
+        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        let mut explainer: Explainer<8> = Explainer::new();
+        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
+        let q = bundle.schema.default_query();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
+        let summary =
+            explainer.explain(&bundle.model(), &[0.2, 0.7], &q, Options::default(), &mut rng, &mut out).unwrap();
+        assert_eq!((summary.anchor, summary.not_found, out.len()), (1, None, 1), "{summary:?}");
+        assert!(out[0].x[0] > 0.5 && out[0].class == Some(1), "{out:?}");
+        let never = Options { runner_up_calls: 0, ..Options::default() };
+        let summary = explainer.explain(&bundle.model(), &[0.2, 0.7], &q, never, &mut rng, &mut out).unwrap();
+        assert_eq!((summary.anchor, summary.not_found, out.len()), (0, Some(NotFound::NoContrastLeaf), 0));
+    }
+
     /// An oracle of one anchor whose classifier says class 1 iff `x0 + x1 / 2 > 0.7`, with a
     /// lead of 5 logits per unit of that sum: the decision needs `x0` only, but with `x0` at 0.6
     /// it needs `x1` for the lead too.
@@ -747,6 +771,10 @@ pub(crate) mod tests {
     impl crate::atlas::Oracle for Linear {
         fn anchor(&self, _: &[f32]) -> Result<usize, crate::atlas::ExplainError> {
             Ok(0)
+        }
+
+        fn runner_up(&self, _: &[f32], _: usize) -> Result<Option<usize>, crate::atlas::ExplainError> {
+            Ok(None)
         }
 
         fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, crate::atlas::ExplainError> {
