@@ -412,7 +412,8 @@ typedef struct CentSummary {
    */
   uint32_t columns;
   /*
-   The atlas anchor (and tree) the query was routed to.
+   The atlas anchor whose tree gave the answers: the query's nearest, or the runner-up when
+   the nearest's confirmed nothing (the nearest when there is no answer).
    */
   uint8_t anchor;
   /*

@@ -428,7 +428,9 @@ impl<const N: usize> Explainer<N> {
     /// its regions' agreement, else as many as `out` holds), those whose regions' answers
     /// landed most among people of their class ([`Atlas::agreement`], less [`CHANGE_PENALTY`]
     /// per changed feature), then whose regions the most people of the target class fill (the
-    /// leaf's purity times samples), then the cheaper. An empty `out` comes with [`Summary::not_found`] set.
+    /// leaf's purity times samples), then the cheaper. When the nearest anchor's tree confirms
+    /// nothing, the runner-up anchor's is searched ([`Options::runner_up_calls`]). An empty
+    /// `out` comes with [`Summary::not_found`] set.
     ///
     /// # Errors
     /// [`ExplainError`] when the input does not match or a capacity is exceeded.
