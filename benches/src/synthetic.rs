@@ -375,7 +375,12 @@ pub struct Synthetic {
     support: OwnedSupport,
     /// A random agreement byte per node of every tree, tree after tree.
     agreement: Vec<u8>,
+    /// [`PEOPLE_PER_ANCHOR`] random people per anchor, in the core's records.
+    people: Vec<u8>,
 }
+
+/// People each synthetic anchor carries.
+const PEOPLE_PER_ANCHOR: usize = 2;
 
 /// The bytes behind a synthetic [`SupportParts`].
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -454,7 +459,15 @@ impl Synthetic {
         let support = random_support(rng, &schema);
         let nodes: usize = trees.iter().map(|t| t.len() / cent_nostd::tree::RECORD_LEN).sum();
         let agreement = (0..nodes).map(|_| (rng.next_u32() >> 24) as u8).collect();
-        Ok(Synthetic { name: spec.name, schema, encoder, classifier, anchors, trees, support, agreement })
+        let mut people = Vec::new();
+        for _ in 0..spec.anchors * PEOPLE_PER_ANCHOR {
+            let row = random_point(rng, &schema);
+            people.push((rng.next_u32() % schema.classes() as u32) as u8);
+            for f in schema.features() {
+                people.extend(cent_nostd::people::code(f.kind, &row[f.columns()]).to_le_bytes());
+            }
+        }
+        Ok(Synthetic { name: spec.name, schema, encoder, classifier, anchors, trees, support, agreement, people })
     }
 
     pub fn schema(&self) -> &Schema {
@@ -498,6 +511,7 @@ impl Synthetic {
                     .collect(),
             },
             agreement: &self.agreement,
+            people: &self.people,
         }
     }
 

@@ -36,9 +36,14 @@
 #define CENT_MAX_CANDIDATES 8
 
 /*
+ [`CentAnswer::leaf`] of an answer from a person the bundle carries rather than a region.
+ */
+#define CENT_NO_REGION 65535
+
+/*
  The bundle format version this library reads (bytes 4 and 5 of a bundle, little-endian).
  */
-#define CENT_BUNDLE_VERSION 5
+#define CENT_BUNDLE_VERSION 6
 
 /*
  Fixed-point units per unit of cost in [`CentAnswer::cost`] (`cost / 65536.0` is the cost).
@@ -49,14 +54,14 @@
 /*
  64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
  */
-#define CENT_BUNDLE_WORDS 389
+#define CENT_BUNDLE_WORDS 391
 #endif
 
 #if !defined(CENT_POINTER_32)
 /*
  64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
  */
-#define CENT_BUNDLE_WORDS 572
+#define CENT_BUNDLE_WORDS 576
 #endif
 
 #if defined(CENT_POINTER_32)
@@ -380,6 +385,13 @@ typedef struct CentOptions {
    while fewer classifier calls than this were made, at most 65535 (default 24; 0: never).
    */
   uint32_t runner_up_calls;
+  /*
+   When no region is confirmed, the people of the target class the bundle's anchors carry
+   are tried (moved onto what the query can reach, nearest first) while they cost fewer
+   classifier calls than this, at most 65535 (default 24; 0: never). An answer from a
+   person has no region: its `leaf` is `CENT_NO_REGION`.
+   */
+  uint32_t people_calls;
 } CentOptions;
 
 /*
@@ -440,7 +452,7 @@ typedef struct CentSummary {
 typedef struct CentAnswer {
   /*
    Cost of the move in fixed point: `CENT_COST_SCALE` per unit (weighted distance to the
-   leaf's box, plus the l0 and entropy terms).
+   leaf's box, plus the l0 and entropy terms); 0 for an answer from a person.
    */
   uint32_t cost;
   /*
@@ -448,7 +460,8 @@ typedef struct CentAnswer {
    */
   uint32_t changed;
   /*
-   The tree leaf the counterfactual lies in.
+   The tree leaf the counterfactual lies in, or `CENT_NO_REGION` for an answer from a
+   person the bundle carries (the last resort when no region is confirmed).
    */
   uint16_t leaf;
   /*

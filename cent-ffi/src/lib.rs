@@ -53,8 +53,10 @@ pub const CENT_MAX_COLUMNS: usize = 64;
 pub const CENT_MAX_ANSWERS: usize = 3;
 /// Confirmed regions one explanation compares at most ([`CentOptions::candidates`]).
 pub const CENT_MAX_CANDIDATES: usize = 8;
+/// [`CentAnswer::leaf`] of an answer from a person the bundle carries rather than a region.
+pub const CENT_NO_REGION: u16 = 65535;
 /// The bundle format version this library reads (bytes 4 and 5 of a bundle, little-endian).
-pub const CENT_BUNDLE_VERSION: u16 = 5;
+pub const CENT_BUNDLE_VERSION: u16 = 6;
 /// Fixed-point units per unit of cost in [`CentAnswer::cost`] (`cost / 65536.0` is the cost).
 pub const CENT_COST_SCALE: u32 = 65536;
 // Literals so that the generated header carries the numbers; the core's are the truth.
@@ -63,6 +65,7 @@ const _: () = assert!(CENT_MAX_FEATURES == cent_nostd::capacity::FEATURES);
 const _: () = assert!(CENT_BUNDLE_VERSION == cent_nostd::bundle::VERSION);
 const _: () = assert!(CENT_MAX_COLUMNS == cent_nostd::capacity::COLUMNS);
 const _: () = assert!(CENT_MAX_CANDIDATES == cent_nostd::atlas::CANDIDATES);
+const _: () = assert!(CENT_NO_REGION == cent_nostd::atlas::NO_REGION);
 
 /// On bare metal: stop at an undefined instruction, which raises a fault that the firmware's
 /// HardFault handler reports. Nothing reachable from input panics (see the crate docs); this

@@ -51,6 +51,11 @@ pub struct CentOptions {
     /// When the nearest anchor's region tree confirms nothing, the runner-up anchor's is searched
     /// while fewer classifier calls than this were made, at most 65535 (default 24; 0: never).
     pub runner_up_calls: u32,
+    /// When no region is confirmed, the people of the target class the bundle's anchors carry
+    /// are tried (moved onto what the query can reach, nearest first) while they cost fewer
+    /// classifier calls than this, at most 65535 (default 24; 0: never). An answer from a
+    /// person has no region: its `leaf` is `CENT_NO_REGION`.
+    pub people_calls: u32,
 }
 
 impl Default for CentOptions {
@@ -71,6 +76,7 @@ impl Default for CentOptions {
             candidates: u32::from(core.candidates),
             compare_calls: u32::from(core.compare_calls),
             runner_up_calls: u32::from(core.runner_up_calls),
+            people_calls: u32::from(core.people_calls),
         }
     }
 }
@@ -108,7 +114,9 @@ impl CentOptions {
             .ok_or(bad)?;
         let compare_calls = u16::try_from(self.compare_calls).map_err(|_| bad)?;
         let runner_up_calls = u16::try_from(self.runner_up_calls).map_err(|_| bad)?;
-        let options = Options { desired, max_search, lead: self.lead, candidates, compare_calls, runner_up_calls };
+        let people_calls = u16::try_from(self.people_calls).map_err(|_| bad)?;
+        let options =
+            Options { desired, max_search, lead: self.lead, candidates, compare_calls, runner_up_calls, people_calls };
         Ok((options, answers))
     }
 
@@ -194,9 +202,17 @@ mod tests {
         assert_eq!(with(|o| o.candidates = CENT_MAX_CANDIDATES as u32 + 1), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.compare_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.runner_up_calls = 65_536), Err(CentStatus::InvalidOptions));
+        assert_eq!(with(|o| o.people_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| (o.candidates, o.compare_calls) = (1, 0)), Ok(()));
-        let o = CentOptions { candidates: 5, compare_calls: 300, runner_up_calls: 7, ..CentOptions::default() };
-        let core = Options { candidates: 5, compare_calls: 300, runner_up_calls: 7, ..Options::default() };
+        let o = CentOptions {
+            candidates: 5,
+            compare_calls: 300,
+            runner_up_calls: 7,
+            people_calls: 9,
+            ..CentOptions::default()
+        };
+        let core =
+            Options { candidates: 5, compare_calls: 300, runner_up_calls: 7, people_calls: 9, ..Options::default() };
         assert_eq!(o.core(&s).unwrap().0, core);
     }
 

@@ -43,11 +43,12 @@ pub struct CentSummary {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CentAnswer {
     /// Cost of the move in fixed point: `CENT_COST_SCALE` per unit (weighted distance to the
-    /// leaf's box, plus the l0 and entropy terms).
+    /// leaf's box, plus the l0 and entropy terms); 0 for an answer from a person.
     pub cost: u32,
     /// Bit `j` set when logical feature `j` changed.
     pub changed: u32,
-    /// The tree leaf the counterfactual lies in.
+    /// The tree leaf the counterfactual lies in, or `CENT_NO_REGION` for an answer from a
+    /// person the bundle carries (the last resort when no region is confirmed).
     pub leaf: u16,
     /// The class the on-device classifier gives it, or -1 when the bundle has no classifier.
     pub class_id: i16,

@@ -23,7 +23,7 @@ use core::ops::Range;
 
 /// 64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
 #[cfg(target_pointer_width = "32")]
-pub const CENT_BUNDLE_WORDS: usize = 389;
+pub const CENT_BUNDLE_WORDS: usize = 391;
 /// 64-bit words of a [`CentScratch`].
 #[cfg(target_pointer_width = "32")]
 pub const CENT_SCRATCH_WORDS: usize = 1072;
@@ -33,7 +33,7 @@ pub const CENT_RESULT_WORDS: usize = 105;
 
 /// 64-bit words of a [`CentBundle`] (`sizeof(CentBundle) == 8 * CENT_BUNDLE_WORDS`).
 #[cfg(not(target_pointer_width = "32"))]
-pub const CENT_BUNDLE_WORDS: usize = 572;
+pub const CENT_BUNDLE_WORDS: usize = 576;
 /// 64-bit words of a [`CentScratch`].
 #[cfg(not(target_pointer_width = "32"))]
 pub const CENT_SCRATCH_WORDS: usize = 1083;

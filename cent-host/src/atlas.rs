@@ -28,6 +28,9 @@ pub struct AtlasParams {
     pub tree: TreeParams,
     /// Lloyd iterations of k-means at most.
     pub iterations: usize,
+    /// People each anchor carries for the device's last resort ([`crate::people`]); at most
+    /// [`cent_nostd::people::PEOPLE`].
+    pub people: usize,
     pub seed: u64,
 }
 
@@ -43,6 +46,7 @@ impl Default for AtlasParams {
             k: 8000,
             tree: TreeParams { max_depth: 8, min_leaf: 5, max_nodes: 63 },
             iterations: 50,
+            people: 4,
             seed: 1,
         }
     }
@@ -70,7 +74,10 @@ impl AtlasParams {
     /// [`AtlasError::Params`] or the tree's [`SurrogateError`] (as anchor 0).
     pub fn check(self) -> Result<Self, AtlasError> {
         self.tree.check().map_err(|error| AtlasError::Tree { anchor: 0, error })?;
-        let ok = (1..=ANCHORS).contains(&self.anchors) && self.k >= 2 && self.iterations >= 1;
+        let ok = (1..=ANCHORS).contains(&self.anchors)
+            && self.k >= 2
+            && self.iterations >= 1
+            && self.people <= cent_nostd::people::PEOPLE;
         if ok { Ok(self) } else { Err(AtlasError::Params) }
     }
 }
@@ -96,6 +103,9 @@ pub struct Atlas {
     /// The class whose k-means produced each anchor.
     pub anchor_class: Vec<usize>,
     pub trees: Vec<Surrogate>,
+    /// The people each anchor carries, in the core's records ([`cent_nostd::people`]); empty
+    /// until [`crate::people::choose`] fills it.
+    pub people: Vec<u8>,
 }
 
 impl Atlas {
@@ -156,7 +166,13 @@ pub fn build(pool: PoolData<'_>, schema: &Schema, classes: usize, params: AtlasP
     check_pool(pool, schema)?;
     let sizes: Vec<usize> = (0..classes).map(|c| pool.labels.iter().filter(|&&l| l == c).count()).collect();
     let shares = anchor_shares(&sizes, params.anchors)?;
-    let mut atlas = Atlas { latent: pool.latent, anchors: Vec::new(), anchor_class: Vec::new(), trees: Vec::new() };
+    let mut atlas = Atlas {
+        latent: pool.latent,
+        anchors: Vec::new(),
+        anchor_class: Vec::new(),
+        trees: Vec::new(),
+        people: Vec::new(),
+    };
     for (class, &share) in shares.iter().enumerate() {
         let points: Vec<f32> = class_points(pool, class);
         let centres = kmeans(&points, pool.latent, share, params.iterations, params.seed ^ class as u64);
@@ -434,7 +450,13 @@ mod tests {
 
     #[test]
     fn test_anchor_bytes_round_to_steps() {
-        let atlas = Atlas { latent: 2, anchors: vec![0.5, -0.25], anchor_class: vec![0], trees: Vec::new() };
+        let atlas = Atlas {
+            latent: 2,
+            anchors: vec![0.5, -0.25],
+            anchor_class: vec![0],
+            trees: Vec::new(),
+            people: Vec::new(),
+        };
         assert_eq!(atlas.anchor_bytes(0.25), [2i16.to_le_bytes(), (-1i16).to_le_bytes()].concat());
     }
 

@@ -56,12 +56,14 @@ pub struct Sizes {
     pub support: usize,
     /// The regions' agreement, one byte per tree node.
     pub agreement: usize,
+    /// The people the anchors carry.
+    pub people: usize,
     pub total: usize,
 }
 
 impl Sizes {
     /// `(part, bytes)` rows in file order, total last.
-    pub fn rows(&self) -> [(&'static str, usize); 10] {
+    pub fn rows(&self) -> [(&'static str, usize); 11] {
         [
             ("header", self.header),
             ("name", self.other),
@@ -72,6 +74,7 @@ impl Sizes {
             ("trees", self.trees),
             ("support", self.support),
             ("agreement", self.agreement),
+            ("people", self.people),
             ("total", self.total),
         ]
     }
@@ -127,7 +130,8 @@ pub fn export(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Resul
     let z = a.vae.encode(rows);
     let labels = a.model.classify(rows);
     let pool = PoolData { rows, z: &z, latent: a.vae.latent(), labels: &labels };
-    let atlas = atlas::build(pool, &schema, a.model.classes(), params).map_err(ExportError::Atlas)?;
+    let mut atlas = atlas::build(pool, &schema, a.model.classes(), params).map_err(ExportError::Atlas)?;
+    atlas.people = crate::people::choose(pool, &atlas, &schema, &a.model, params.people);
     let quantize = |what, mlp| quantize_mlp(mlp, rows, weights).map_err(|error| ExportError::Quantize { what, error });
     let encoder = quantize("VAE encoder", &a.vae.encoder)?;
     let classifier = quantize("classifier", &a.model.mlp)?;
@@ -190,6 +194,7 @@ pub fn assemble(
         trees: heapless::Vec::from_slice(&trees).map_err(|_| ExportError::Capacity("anchors"))?,
         support: support.parts().ok_or(ExportError::Capacity(LINKS_EXCEEDED))?,
         agreement,
+        people: &atlas.people,
     };
     Bundle::from_parts(&parts).map_err(ExportError::Bundle)?;
     let sizes = measure(&parts)?;
@@ -235,9 +240,19 @@ fn measure(parts: &Parts<'_>) -> Result<Sizes, ExportError> {
         trees: size(&parts.trees)?,
         support: size(&parts.support)?,
         agreement: size(parts.agreement)?,
+        people: size(parts.people)?,
         total: 0,
     };
-    s.total = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees + s.support + s.agreement;
+    s.total = s.header
+        + s.other
+        + s.schema
+        + s.encoder
+        + s.classifier
+        + s.anchors
+        + s.trees
+        + s.support
+        + s.agreement
+        + s.people;
     debug_assert_eq!(s.total - s.header, size(parts)?);
     Ok(s)
 }
@@ -292,6 +307,7 @@ mod tests {
             anchors: vec![0.2, 0.5, 0.8, 0.5],
             anchor_class: vec![0, 1],
             trees: vec![tree.clone(), tree],
+            people: Vec::new(),
         };
         (schema, encoder, atlas)
     }

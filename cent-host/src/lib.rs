@@ -19,6 +19,7 @@ pub mod layers;
 pub mod nearby;
 pub mod neighbors;
 pub mod onnx;
+pub mod people;
 pub mod profile;
 pub mod progress;
 pub mod quantize;

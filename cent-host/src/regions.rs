@@ -78,7 +78,8 @@ pub fn agreement(bundle: &Bundle<'_>, schema: &Schema, rows: &[f32], labels: &[u
         let anchor = usize::from(summary.anchor);
         let (Some(&start), Some(tree)) = (offsets.get(anchor), atlas.tree(anchor)) else { continue };
         let around = Around::new(&index, x);
-        for cf in &out {
+        // People's answers (the last resort) are no region's.
+        for cf in out.iter().filter(|cf| usize::from(cf.leaf) < tree.len()) {
             let class = match (cf.class, tree.node(cf.leaf)) {
                 (Some(c), _) | (None, Some(Node::Leaf { class: c, .. })) => usize::from(c),
                 _ => continue,

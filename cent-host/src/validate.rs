@@ -577,7 +577,13 @@ mod tests {
             quantize_mlp(&classifier, &rows, WeightWidth::I8).unwrap(),
         );
         let trees = vec![tree.clone(), tree];
-        let atlas = atlas::Atlas { latent: 2, anchors: vec![0.2, 0.5, 0.8, 0.5], anchor_class: vec![0, 1], trees };
+        let atlas = atlas::Atlas {
+            latent: 2,
+            anchors: vec![0.2, 0.5, 0.8, 0.5],
+            anchor_class: vec![0, 1],
+            trees,
+            people: Vec::new(),
+        };
         let (bytes, _) =
             crate::export::assemble("tiny", &schema, &qe, Some(&qc), &atlas, &Default::default(), &[]).unwrap();
         (bytes, encoder, classifier)

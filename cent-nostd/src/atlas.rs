@@ -5,12 +5,14 @@
 //! counterfactual candidates → confirmation by the on-device classifier when the bundle has one
 //! → up to `n` results from distinct leaves: of the cheapest leaves the classifier confirms,
 //! those whose regions' answers landed most among people of their class (an agreement the
-//! exporter measured), then the region the most people of the target class fill.
+//! exporter measured), then the region the most people of the target class fill; when no
+//! region is confirmed, the people of the target class the anchors carry ([`crate::people`]).
 
 use crate::capacity::{ANCHORS, COLUMNS, LATENT, NODES, WIDTH};
 use crate::counterfactual::{self, CounterfactualError};
 use crate::encoder::{EncoderError, Mlp};
 use crate::graph::{Graph, GraphError};
+use crate::people::{self, PEOPLE, People, PeopleError};
 use crate::schema::{Kind, Query, Schema};
 use crate::search::{Search, SearchError, Target};
 use crate::support::Support;
@@ -57,6 +59,7 @@ pub struct Atlas<'a> {
     agreement: &'a [u8],
     /// Where each tree's bytes of `agreement` start.
     offsets: heapless::Vec<u16, ANCHORS>,
+    people: People<'a>,
 }
 
 impl<'a> Atlas<'a> {
@@ -81,7 +84,14 @@ impl<'a> Atlas<'a> {
                 Tree::new(bytes, columns, classes).map_err(|error| AtlasError::Tree { anchor: i as u8, error })?;
             views.push(tree).map_err(|_| AtlasError::Anchors)?;
         }
-        Ok(Atlas { latent, anchors, trees: views, agreement: &[], offsets: heapless::Vec::new() })
+        Ok(Atlas {
+            latent,
+            anchors,
+            trees: views,
+            agreement: &[],
+            offsets: heapless::Vec::new(),
+            people: People::default(),
+        })
     }
 
     /// The atlas with its regions' agreement: empty (none measured), or one byte per node of
@@ -106,6 +116,22 @@ impl<'a> Atlas<'a> {
         }
         self.agreement = agreement;
         Ok(self)
+    }
+
+    /// The atlas with the people its anchors carry: `bytes` in [`People`]'s wire form for
+    /// this atlas's anchors under `schema`, or empty for none.
+    ///
+    /// # Errors
+    /// [`PeopleError`] when the records do not fit the anchors or hold a value their feature
+    /// has not.
+    pub fn with_people(mut self, schema: &Schema, bytes: &'a [u8]) -> Result<Self, PeopleError> {
+        self.people = People::new(schema, self.trees.len(), bytes)?;
+        Ok(self)
+    }
+
+    /// The people the anchors carry (empty for none).
+    pub fn people(&self) -> &People<'a> {
+        &self.people
     }
 
     /// Whether the exporter measured the regions' agreement.
@@ -202,8 +228,10 @@ impl<'a> Atlas<'a> {
 pub struct Counterfactual {
     /// The counterfactual, encoded like the query.
     pub x: heapless::Vec<f32, COLUMNS>,
-    /// Fixed-point cost of its leaf box (see [`crate::graph::SCALE`]).
+    /// Fixed-point cost of its leaf box (see [`crate::graph::SCALE`]); 0 for an answer from a
+    /// person.
     pub cost: u32,
+    /// The leaf of the region it comes from, or [`NO_REGION`] for an answer from a person.
     pub leaf: NodeIdx,
     /// Class given by the on-device classifier (`None` when the bundle has none).
     pub class: Option<u8>,
@@ -228,7 +256,8 @@ pub enum NotFound {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Summary {
     /// The anchor whose tree gave the answers: the query's nearest, or the runner-up when the
-    /// nearest's confirmed nothing ([`Options::runner_up_calls`]); the nearest without answers.
+    /// nearest's confirmed nothing ([`Options::runner_up_calls`]), or whose person gave the
+    /// first answer ([`Options::people_calls`]); the nearest without answers.
     pub anchor: u8,
     /// The class of `x` (the classifier's, or the tree's when there is no classifier).
     pub fact: u8,
@@ -353,6 +382,11 @@ pub struct Options {
     /// calls than this (checked before each leaf). [`RUNNER_UP_CALLS`] by default; 0 never
     /// looks past the nearest anchor.
     pub runner_up_calls: u16,
+    /// When no region of the nearest (or runner-up) anchor's tree is confirmed, the people of
+    /// the target class those anchors carry ([`Atlas::people`]) are tried, nearest to the
+    /// query first, each moved onto what the query can reach, while the people cost fewer
+    /// classifier calls than this. [`PEOPLE_CALLS`] by default; 0 never tries them.
+    pub people_calls: u16,
 }
 
 impl Default for Options {
@@ -364,6 +398,7 @@ impl Default for Options {
             candidates: CANDIDATES as u8,
             compare_calls: COMPARE_CALLS,
             runner_up_calls: RUNNER_UP_CALLS,
+            people_calls: PEOPLE_CALLS,
         }
     }
 }
@@ -381,6 +416,12 @@ pub const COMPARE_CALLS: u16 = 8;
 /// of the firmware's Adult bundle under the 2 M instruction goal (1.92 M; 48 took it to 2.34 M,
 /// no bound to 2.69 M) and answers 2 more of its 48 queries (see docs/device.md).
 pub const RUNNER_UP_CALLS: u16 = 24;
+
+/// Default [`Options::people_calls`].
+pub const PEOPLE_CALLS: u16 = 24;
+
+/// The leaf of an answer taken from a person the atlas carries rather than from a region.
+pub const NO_REGION: NodeIdx = NodeIdx::MAX;
 
 /// What each changed feature takes off a region's agreement (of 255) when answers are compared:
 /// 13, about 0.05 of a share, so that a region whose answers agree more wins unless it asks for
@@ -429,7 +470,9 @@ impl<const N: usize> Explainer<N> {
     /// landed most among people of their class ([`Atlas::agreement`], less [`CHANGE_PENALTY`]
     /// per changed feature), then whose regions the most people of the target class fill (the
     /// leaf's purity times samples), then the cheaper. When the nearest anchor's tree confirms
-    /// nothing, the runner-up anchor's is searched ([`Options::runner_up_calls`]). An empty
+    /// nothing, the runner-up anchor's is searched ([`Options::runner_up_calls`]); when neither
+    /// confirms anything, the people of the target class those anchors carry are tried
+    /// ([`Options::people_calls`]), their answers with [`NO_REGION`] as their leaf. An empty
     /// `out` comes with [`Summary::not_found`] set.
     ///
     /// # Errors
@@ -538,6 +581,22 @@ impl<const N: usize> Explainer<N> {
         };
         if !self.found.is_empty() {
             summary.anchor = anchor as u8;
+        } else if options.people_calls > 0 && !atlas.people().is_empty() {
+            let tried = [first, anchor];
+            let from = oracle.calls.get();
+            let budget = (from, u32::from(options.people_calls));
+            if let Some(a) = self.try_people(
+                oracle,
+                (schema, atlas, support),
+                x,
+                query,
+                (target, options.lead),
+                &tried,
+                budget,
+                asked,
+            )? {
+                summary.anchor = a as u8;
+            }
         }
         // The regions whose answers landed most among people of their class first, less
         // `CHANGE_PENALTY` for each change; then the region most people of the target class
@@ -677,6 +736,94 @@ impl<const N: usize> Explainer<N> {
             return Ok((Some((cf, class)), any_built));
         }
         Ok((None, any_built))
+    }
+}
+
+impl<const N: usize> Explainer<N> {
+    /// The last resort: the people of the target class that `anchors` carry, each moved onto
+    /// what `x` can reach ([`people::project`]), kept to the data support and re-checked, are tried
+    /// nearest to `x` first (encoded, Euclidean); each the classifier confirms with `lead` is
+    /// pared ([`pare`]) and found, with [`NO_REGION`] as its leaf, until `asked` are or the
+    /// people have cost `budget.1` classifier calls since `budget.0`. Returns the anchor of the
+    /// first person found.
+    #[allow(clippy::too_many_arguments)]
+    fn try_people<O: Oracle>(
+        &mut self,
+        oracle: &Counted<'_, O>,
+        (schema, atlas, support): (&Schema, &Atlas<'_>, &Support<'_>),
+        x: &[f32],
+        query: &Query,
+        (target, lead): (Target, f32),
+        anchors: &[usize],
+        (from, budget): (u32, u32),
+        asked: usize,
+    ) -> Result<Option<usize>, ExplainError> {
+        let people = atlas.people();
+        // The whole ranges: a person need not lie in any leaf's box.
+        let whole: Bounds = Bounds::default();
+        // Builds person `i` of `anchor` as a candidate; `None` when it is not of the target
+        // class or nothing of it is left that the query can reach.
+        let build = |anchor: usize, i: usize, cand: &mut heapless::Vec<f32, COLUMNS>| -> Option<()> {
+            cand.clear();
+            cand.resize(x.len(), 0.0).ok()?;
+            let class = people.person(schema, anchor, i, cand)?;
+            if !target.matches(class) || !people::project(schema, query, x, cand) {
+                return None;
+            }
+            let kept = support.is_empty() || support.settle(schema, &whole, x, cand);
+            (kept && counterfactual::check(schema, query, x, cand).is_ok() && cand.as_slice() != x).then_some(())
+        };
+        let mut order = heapless::Vec::<(f32, u8, u8), { 2 * PEOPLE }>::new();
+        let mut cand = heapless::Vec::<f32, COLUMNS>::new();
+        for (k, &a) in anchors.iter().enumerate() {
+            if anchors[..k].contains(&a) {
+                continue;
+            }
+            for i in 0..people.per_anchor() {
+                if build(a, i, &mut cand).is_some() {
+                    let d = cand.iter().zip(x).map(|(p, q)| (p - q) * (p - q)).sum::<f32>();
+                    // At most two anchors of PEOPLE each: the push cannot fail.
+                    let _ = order.push((d, a as u8, i as u8));
+                }
+            }
+        }
+        // A few people: insertion sort, nearest first (ties in the order carried).
+        for i in 1..order.len() {
+            let mut j = i;
+            while j > 0 && order[j].0 < order[j - 1].0 {
+                order.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+        let mut first = None;
+        for &(_, a, i) in &order {
+            if self.found.len() >= asked || oracle.calls.get() - from >= budget {
+                break;
+            }
+            let (a, i) = (usize::from(a), usize::from(i));
+            if build(a, i, &mut cand).is_none() {
+                continue;
+            }
+            let Some((c, l)) = oracle.classify(&cand)? else { break };
+            if !target.matches(c) || l < lead {
+                continue;
+            }
+            let class = pare(oracle, (schema, support), x, query, (target, lead), &mut cand)?.unwrap_or(c);
+            let changed = counterfactual::changed(schema, x, &cand);
+            if self.found.iter().any(|f| f.x == cand) {
+                continue;
+            }
+            // Fewer than `asked` ≤ CANDIDATES found: the push cannot fail.
+            let _ = self.found.push(Counterfactual {
+                x: cand.clone(),
+                cost: 0,
+                leaf: NO_REGION,
+                class: Some(class),
+                changed,
+            });
+            first = first.or(Some(a));
+        }
+        Ok(first)
     }
 }
 

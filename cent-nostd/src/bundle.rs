@@ -10,6 +10,7 @@
 use crate::atlas::{Atlas, AtlasError, Model};
 use crate::capacity::{ANCHORS, COLUMNS, FEATURES, LAYERS, LINK_FEATURES, LINKS};
 use crate::encoder::{DenseParts, EncoderError, Mlp};
+use crate::people::PeopleError;
 use crate::schema::{Feature, Kind, Mutability, Schema, SchemaError};
 use crate::support::{Support, SupportError};
 use core::fmt;
@@ -19,8 +20,8 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 4] = *b"CENT";
 /// The format version this build reads and writes (2: features carry `ordered`; 3: layers
 /// carry their weight width; 4: the data support, observed values and links; 5: the regions'
-/// agreement).
-pub const VERSION: u16 = 5;
+/// agreement; 6: the anchors' people).
+pub const VERSION: u16 = 6;
 /// Bytes before the payload.
 pub const HEADER_LEN: usize = 14;
 
@@ -46,6 +47,7 @@ pub enum BundleError {
     Classifier(EncoderError),
     Atlas(AtlasError),
     Support(SupportError),
+    People(PeopleError),
     /// The encoder, classifier, atlas and schema disagree on a dimension.
     Mismatch,
     /// The output buffer is too small (writing only).
@@ -67,6 +69,7 @@ impl fmt::Display for BundleError {
             BundleError::Classifier(e) => write!(f, "bundle classifier: {e}"),
             BundleError::Atlas(e) => write!(f, "bundle atlas: {e}"),
             BundleError::Support(e) => write!(f, "bundle support: {e}"),
+            BundleError::People(e) => write!(f, "bundle {e}"),
             BundleError::Mismatch => write!(f, "bundle parts disagree on a dimension"),
             BundleError::Buffer => write!(f, "output buffer too small for the bundle"),
         }
@@ -182,6 +185,8 @@ pub struct Parts<'a> {
     /// Each region's agreement, one byte per node of every tree, tree after tree, or empty
     /// (see [`Atlas`]).
     pub agreement: &'a [u8],
+    /// The people each anchor carries, in [`crate::people`]'s records, or empty.
+    pub people: &'a [u8],
 }
 
 impl SchemaParts {
@@ -360,6 +365,7 @@ impl<'a> Bundle<'a> {
         let atlas = Atlas::new(latent, parts.anchors, &parts.trees, schema.columns(), schema.classes())
             .and_then(|a| a.with_agreement(parts.agreement))
             .map_err(BundleError::Atlas)?;
+        let atlas = atlas.with_people(&schema, parts.people).map_err(BundleError::People)?;
         let support = parts.support.to_support(&schema).map_err(BundleError::Support)?;
         Ok(Bundle { name: parts.name, schema, encoder, classifier, atlas, support })
     }
@@ -528,6 +534,7 @@ pub(crate) mod tests {
                 trees: heapless::Vec::from_slice(&[&self.tree[..], &self.tree[..]]).unwrap(),
                 support: SupportParts::default(),
                 agreement: &[],
+                people: &[],
             }
         }
 
@@ -763,6 +770,75 @@ pub(crate) mod tests {
         assert_eq!((summary.anchor, summary.not_found, out.len()), (0, Some(NotFound::NoContrastLeaf), 0));
     }
 
+    /// No tree has a region of the other class: the people the anchors carry answer, those of
+    /// the target class only, moved onto what the query can reach (the immutable second
+    /// feature keeps the query's value), pared, nearest first, with no region; without calls to
+    /// spend on them, or without people, nothing is found.
+    #[test]
+    fn test_the_anchors_people_answer_when_no_region_can() {
+        let fx = Fixture::new();
+        let lone = records(&[Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 }]);
+        let schema = fx.parts().schema.to_schema().unwrap();
+        let record = |class: u8, row: [f32; 2]| {
+            let mut r = std::vec![class];
+            for f in schema.features() {
+                r.extend(crate::people::code(f.kind, &row[f.columns()]).to_le_bytes());
+            }
+            r
+        };
+        // Anchor 0: a person of class 0 (not the target) and one of class 1 far on the first
+        // feature; anchor 1: a nearer one of class 1 and one of class 0.
+        let people: Vec<u8> =
+            [record(0, [0.9, 0.1]), record(1, [0.95, 0.9]), record(1, [0.8, 0.1]), record(0, [0.1, 0.1])].concat();
+        let with = |people: &[u8], options: Options| {
+            let parts =
+                Parts { trees: heapless::Vec::from_slice(&[&lone[..], &lone[..]]).unwrap(), people, ..fx.parts() };
+            let mut buf = std::vec![0u8; 4096];
+            let n = to_slice(&parts, &mut buf).unwrap();
+            let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+            let mut explainer: Explainer<8> = Explainer::new();
+            let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
+            let q = bundle.schema.default_query();
+            let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
+            let summary = explainer.explain(&bundle.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
+            (summary, out)
+        };
+        let (summary, out) = with(&people, Options { lead: 0.0, ..Options::default() });
+        assert_eq!((summary.not_found, out.len()), (None, 2), "{summary:?} {out:?}");
+        let firsts: Vec<f32> = out.iter().map(|c| c.x[0]).collect();
+        assert_eq!(firsts, [0.8, 0.95].map(|v| crate::people::code(Kind::Continuous, &[v]) as f32 / 65_535.0));
+        for c in &out {
+            assert_eq!((c.x[1], c.leaf, c.class, c.changed), (0.7, crate::atlas::NO_REGION, Some(1), 0b01), "{c:?}");
+        }
+        assert_eq!(summary.anchor, 1, "the nearest person's anchor");
+        let never = Options { lead: 0.0, people_calls: 0, ..Options::default() };
+        let (summary, out) = with(&people, never);
+        assert_eq!((summary.not_found, out.len()), (Some(NotFound::NoContrastLeaf), 0));
+        let (summary, out) = with(&[], Options { lead: 0.0, ..Options::default() });
+        assert_eq!((summary.not_found, out.len()), (Some(NotFound::NoContrastLeaf), 0));
+    }
+
+    /// People whose records do not fit the anchors, or hold a value their feature cannot, are
+    /// refused with the bundle.
+    #[test]
+    fn test_bad_people_are_refused_with_the_bundle() {
+        let fx = Fixture::new();
+        let load = |people: &[u8]| {
+            let parts = Parts { people, ..fx.parts() };
+            let mut buf = std::vec![0u8; 4096];
+            let n = to_slice(&parts, &mut buf).unwrap();
+            Bundle::from_bytes(&buf[..n]).map(|_| ())
+        };
+        let good = [1u8, 0, 0, 0, 0];
+        assert_eq!(load(&[good, good].concat()), Ok(()));
+        assert_eq!(load(&good), Err(BundleError::People(crate::people::PeopleError::Length)));
+        let bad = [2u8, 0, 0, 0, 0]; // no class 2
+        assert_eq!(
+            load(&[good, bad].concat()),
+            Err(BundleError::People(crate::people::PeopleError::Record { person: 1 }))
+        );
+    }
+
     /// An oracle of one anchor whose classifier says class 1 iff `x0 + x1 / 2 > 0.7`, with a
     /// lead of 5 logits per unit of that sum: the decision needs `x0` only, but with `x0` at 0.6
     /// it needs `x1` for the lead too.
@@ -901,10 +977,10 @@ pub(crate) mod tests {
     #[test]
     fn test_version_and_foreign_files() {
         let mut bytes = Fixture::new().bytes();
-        bytes[4] = 4; // the format before the regions' agreement
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 4 });
-        bytes[4] = 6;
-        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 6 });
+        bytes[4] = 5; // the format before the anchors' people
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 5 });
+        bytes[4] = 7;
+        assert_eq!(Bundle::from_bytes(&bytes).unwrap_err(), BundleError::Version { found: 7 });
         assert_eq!(Bundle::from_bytes(b"\x89PNG\r\n\x1a\n0000000000").unwrap_err(), BundleError::Magic);
         assert_eq!(Bundle::from_bytes(b"").unwrap_err(), BundleError::Length);
     }

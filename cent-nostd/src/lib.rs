@@ -43,6 +43,7 @@ pub mod bundle;
 pub mod counterfactual;
 pub mod encoder;
 pub mod graph;
+pub mod people;
 pub mod quant;
 pub mod schema;
 pub mod search;

@@ -49,7 +49,7 @@ fn test_adult_mlp_bundle_fits_64_kb_and_sizes_add_up() {
     let s = e.sizes;
     assert_eq!(s.total, e.bytes.len());
     let parts = s.header + s.other + s.schema + s.encoder + s.classifier + s.anchors + s.trees + s.support;
-    assert_eq!(parts + s.agreement, s.total);
+    assert_eq!(parts + s.agreement + s.people, s.total);
     let b = cent_nostd::bundle::Bundle::from_bytes(&e.bytes).unwrap();
     let gain = adult().prepared.encoding.feature_index("capital-gain").unwrap();
     assert!(b.support.observed(gain) > 50 && b.support.links() == 1, "the data support travels in the bundle");
@@ -196,10 +196,11 @@ fn test_regions_agreement_steers_the_device_to_people() {
     }
     assert!(splits > 0 && judged * 4 > leaves, "{judged} of {leaves} leaves judged");
     assert!(e.agreement.rows >= 1000 && e.agreement.answers >= e.agreement.rows, "{:?}", e.agreement);
-    // The same bundle with every region at one half: its agreement is the payload's last bytes.
+    // The same bundle with every region at one half: its agreement is the payload's last bytes
+    // before the people.
     let mut alike = e.bytes.clone();
-    let end = alike.len();
-    alike[end - nodes..].fill(128);
+    let end = alike.len() - e.sizes.people;
+    alike[end - nodes..end].fill(128);
     let crc = crc32(&alike[HEADER_LEN..]);
     alike[10..14].copy_from_slice(&crc.to_le_bytes());
     let a = adult();
@@ -211,4 +212,36 @@ fn test_regions_agreement_steers_the_device_to_people() {
     };
     let (measured, uniform) = (ynn(&e.bytes), ynn(&alike));
     assert!(measured > uniform, "yNN {measured:.3} with the measured agreement, {uniform:.3} without");
+}
+
+/// When no region of the nearest anchors' trees is confirmed, the people the anchors carry
+/// answer: each anchor carries four, and on Adult the device flips more factuals with them than
+/// the same atlas exported without them, every answer re-verified by the evaluation (the
+/// model's class, the constraints, the values and combinations people have).
+#[test]
+fn test_the_anchors_people_answer_where_no_region_does() {
+    use cent_lab::evaluate::{Bench, Config, MethodKind};
+    let e = bundle();
+    let features = adult().prepared.encoding.to_core_schema().features().len();
+    assert_eq!(e.atlas.people.len(), 32 * 4 * (1 + 2 * features));
+    let params = AtlasParams { seed: SEED, people: 0, ..AtlasParams::default() };
+    let without = export::export(adult(), params, WeightWidth::I16).expect("export without people");
+    assert!(without.atlas.people.is_empty() && without.sizes.people == 1, "an empty part: its length byte");
+    let a = adult();
+    let run = |bytes: &[u8]| {
+        let bench =
+            Bench::new(&a.prepared, &a.model, &a.vae, Config::new(100, SEED)).unwrap().with_atlas(bytes).unwrap();
+        let factuals = bench.factuals().unwrap();
+        bench.run(MethodKind::Atlas, &factuals).unwrap().summary
+    };
+    let (with, none) = (run(&e.bytes), run(&without.bytes));
+    assert!(
+        with.flip_rate > none.flip_rate,
+        "flip rate {:.2} with people, {:.2} without",
+        with.flip_rate,
+        none.flip_rate
+    );
+    assert_eq!(with.found as f64, with.flip_rate * 100.0, "every answer found flips the model");
+    let broken = with.immutable_violation_rate + with.semi_immutable_violation_rate + with.link_violation_rate;
+    assert_eq!((broken, with.unseen_value_share), (0.0, 0.0));
 }

@@ -41,6 +41,11 @@ pub struct AtlasArgs {
     /// Fewest neighbours in a leaf.
     #[arg(long, default_value_t = AtlasParams::default().tree.min_leaf)]
     pub min_leaf: usize,
+    /// People of another class each anchor carries for the device's last resort, when no
+    /// region of its trees is confirmed (chosen by the training rows they answer; 0 for none;
+    /// at most 8).
+    #[arg(long, default_value_t = AtlasParams::default().people)]
+    pub people: usize,
 }
 
 /// Width of a quantized weight on the device.
@@ -64,7 +69,7 @@ impl Weights {
 impl AtlasArgs {
     pub(super) fn params(&self, seed: u64) -> AtlasParams {
         let tree = TreeParams { max_depth: self.max_depth, min_leaf: self.min_leaf, max_nodes: self.max_nodes };
-        AtlasParams { anchors: self.anchors, k: self.k, tree, seed, ..AtlasParams::default() }
+        AtlasParams { anchors: self.anchors, k: self.k, tree, people: self.people, seed, ..AtlasParams::default() }
     }
 }
 
