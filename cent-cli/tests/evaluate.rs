@@ -157,4 +157,7 @@ fn test_atlas_options_build_the_measured_bundle() {
     let (o, _) = evaluate("atlas-too-many", &["--method", "atlas", "--sweep", "none", "--anchors", "65"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("anchors 1..=64"), "{}", stderr(&o));
+    let (o, _) = evaluate("atlas-people", &["--method", "atlas", "--sweep", "none", "--people", "9"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("people 0..=8"), "{}", stderr(&o));
 }

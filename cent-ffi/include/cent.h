@@ -425,7 +425,8 @@ typedef struct CentSummary {
   uint32_t columns;
   /*
    The atlas anchor whose tree gave the answers: the query's nearest, or the runner-up when
-   the nearest's confirmed nothing (the nearest when there is no answer).
+   the nearest's confirmed nothing, or the anchor whose person gave the first answer when
+   no region was confirmed (the nearest when there is no answer).
    */
   uint8_t anchor;
   /*

@@ -26,7 +26,8 @@ pub struct CentSummary {
     /// Encoded columns of the query and of every counterfactual.
     pub columns: u32,
     /// The atlas anchor whose tree gave the answers: the query's nearest, or the runner-up when
-    /// the nearest's confirmed nothing (the nearest when there is no answer).
+    /// the nearest's confirmed nothing, or the anchor whose person gave the first answer when
+    /// no region was confirmed (the nearest when there is no answer).
     pub anchor: u8,
     /// The query's class (the on-device classifier's, or the tree's without one).
     pub fact: u8,

@@ -55,7 +55,10 @@ impl Default for AtlasParams {
 #[derive(Debug, Error, PartialEq)]
 #[non_exhaustive]
 pub enum AtlasError {
-    #[error("atlas parameters invalid: anchors 1..={ANCHORS} (at least one per class), k >= 2, iterations >= 1")]
+    #[error(
+        "atlas parameters invalid: anchors 1..={ANCHORS} (at least one per class), k >= 2, iterations >= 1, people 0..={}",
+        cent_nostd::people::PEOPLE
+    )]
     Params,
     #[error("the latent size {latent} is not in 1..={LATENT}")]
     Latent { latent: usize },
@@ -468,6 +471,8 @@ mod tests {
         assert!(matches!(build(pool, &schema, 2, AtlasParams::default()), Err(AtlasError::Shape { .. })));
         let pool = PoolData { rows: &rows, z: &rows, latent: 1, labels: &labels };
         let params = AtlasParams { anchors: 0, ..AtlasParams::default() };
+        assert_eq!(build(pool, &schema, 2, params), Err(AtlasError::Params));
+        let params = AtlasParams { people: cent_nostd::people::PEOPLE + 1, ..AtlasParams::default() };
         assert_eq!(build(pool, &schema, 2, params), Err(AtlasError::Params));
     }
 }

@@ -94,6 +94,20 @@ pub struct Export {
     pub support: DeviceSupportSummary,
     /// What the regions' agreement was measured on ([`regions::agreement`]).
     pub agreement: AgreementSummary,
+    /// The people the anchors carry.
+    pub people: PeopleSummary,
+}
+
+/// The people an exported bundle's anchors carry and what they were chosen on
+/// ([`crate::people::choose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PeopleSummary {
+    /// People per anchor (0: none).
+    pub per_anchor: usize,
+    /// Training rows routed to the anchors that the people were tried on.
+    pub queries: usize,
+    /// Of those, the rows some person of their anchor answers.
+    pub answered: usize,
 }
 
 /// What the regions' agreement of an exported bundle was measured on.
@@ -131,7 +145,8 @@ pub fn export(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Resul
     let labels = a.model.classify(rows);
     let pool = PoolData { rows, z: &z, latent: a.vae.latent(), labels: &labels };
     let mut atlas = atlas::build(pool, &schema, a.model.classes(), params).map_err(ExportError::Atlas)?;
-    atlas.people = crate::people::choose(pool, &atlas, &schema, &a.model, params.people);
+    let people = crate::people::choose(pool, &atlas, &schema, &a.model, params.people);
+    atlas.people.clone_from(&people.bytes);
     let quantize = |what, mlp| quantize_mlp(mlp, rows, weights).map_err(|error| ExportError::Quantize { what, error });
     let encoder = quantize("VAE encoder", &a.vae.encoder)?;
     let classifier = quantize("classifier", &a.model.mlp)?;
@@ -154,6 +169,7 @@ pub fn export(a: &Artifacts, params: AtlasParams, weights: WeightWidth) -> Resul
         test_fidelity,
         support: support.summary(),
         agreement: AgreementSummary { rows: agreement.rows, answers: agreement.answers, mean: agreement.mean },
+        people: PeopleSummary { per_anchor: people.per_anchor, queries: people.queries, answered: people.answered },
     })
 }
 

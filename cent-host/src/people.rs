@@ -21,18 +21,31 @@ pub const CANDIDATES: usize = 128;
 /// Pool rows routed to an anchor that its candidates are tried on, at most.
 pub const QUERIES: usize = 64;
 
-/// The people records ([`cent_nostd::people`]) of `per_anchor` people for every anchor of
-/// `atlas` (built from `pool` under the device `schema`), judged by `model`; empty when
-/// `per_anchor` is 0 or some anchor has fewer rows of another class.
-pub fn choose(pool: PoolData<'_>, atlas: &Atlas, schema: &Schema, model: &Model, per_anchor: usize) -> Vec<u8> {
+/// The people of an atlas and what they were chosen on.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct People {
+    /// The records ([`cent_nostd::people`]), anchor after anchor; empty for none.
+    pub bytes: Vec<u8>,
+    /// People per anchor.
+    pub per_anchor: usize,
+    /// Pool rows they were tried on (routed to their anchors), over all anchors.
+    pub queries: usize,
+    /// Of those, the rows some person of their anchor answers.
+    pub answered: usize,
+}
+
+/// `per_anchor` people for every anchor of `atlas` (built from `pool` under the device
+/// `schema`), judged by `model`; none when `per_anchor` is 0 or some anchor has fewer rows to
+/// choose from.
+pub fn choose(pool: PoolData<'_>, atlas: &Atlas, schema: &Schema, model: &Model, per_anchor: usize) -> People {
     let columns = schema.columns();
     let classes = model.mlp.outputs();
     let row = |i: usize| &pool.rows[i * columns..(i + 1) * columns];
     let query = schema.default_query();
     let routed: Vec<usize> = pool.z.chunks_exact(pool.latent).map(|z| atlas.nearest(z)).collect();
-    let mut bytes = Vec::new();
+    let mut chosen_all = People { per_anchor, ..People::default() };
     if per_anchor == 0 {
-        return bytes;
+        return People::default();
     }
     for (a, (centre, &class)) in atlas.anchors.chunks_exact(pool.latent).zip(&atlas.anchor_class).enumerate() {
         let dist = |i: usize| {
@@ -50,7 +63,7 @@ pub fn choose(pool: PoolData<'_>, atlas: &Atlas, schema: &Schema, model: &Model,
             near.extend(these);
         }
         if near.len() < per_anchor {
-            return Vec::new();
+            return People::default();
         }
         let mine: Vec<usize> = (0..routed.len()).filter(|&i| routed[i] == a).collect();
         let step = mine.len().div_ceil(QUERIES).max(1);
@@ -87,15 +100,17 @@ pub fn choose(pool: PoolData<'_>, atlas: &Atlas, schema: &Schema, model: &Model,
             }
             chosen.push(best);
         }
+        chosen_all.queries += queries.len();
+        chosen_all.answered += covered.iter().filter(|c| **c).count();
         for c in chosen {
             let i = near[c].1;
-            bytes.push(pool.labels[i] as u8);
+            chosen_all.bytes.push(pool.labels[i] as u8);
             for f in schema.features() {
-                bytes.extend(code(f.kind, &row(i)[f.columns()]).to_le_bytes());
+                chosen_all.bytes.extend(code(f.kind, &row(i)[f.columns()]).to_le_bytes());
             }
         }
     }
-    bytes
+    chosen_all
 }
 
 /// Whether probabilities `p` put a class other than `fact` first with the device's lead over
@@ -111,7 +126,6 @@ mod tests {
     use super::*;
     use crate::blackbox::ModelKind;
     use crate::layers::{Activation, Dense, Mlp};
-    use cent_nostd::people::People;
     use cent_nostd::schema::{Feature, Mutability};
 
     /// Class 1 iff `x0 > 0.5`, with a lead of 10 logits per unit past it; the second feature
@@ -146,8 +160,10 @@ mod tests {
             trees: Vec::new(),
             people: Vec::new(),
         };
-        let bytes = choose(pool, &atlas, &schema, &model, 1);
-        let people = People::new(&schema, 2, &bytes).unwrap();
+        let chosen = choose(pool, &atlas, &schema, &model, 1);
+        // Anchor 0's three class-0 rows are all answered; anchor 1's two class-1 rows too.
+        assert_eq!((chosen.per_anchor, chosen.queries, chosen.answered), (1, 5, 5));
+        let people = cent_nostd::people::People::new(&schema, 2, &chosen.bytes).unwrap();
         let mut out = [0.0; 2];
         // The class-0 anchor: the person well past the boundary, not the nearer one short of it.
         assert_eq!(people.person(&schema, 0, 0, &mut out), Some(1));
@@ -155,6 +171,6 @@ mod tests {
         // The class-1 anchor: every class-0 row answers its queries; the nearest is carried.
         assert_eq!(people.person(&schema, 1, 0, &mut out), Some(0));
         assert!((out[0] - 0.3).abs() < 1e-4, "{out:?}");
-        assert!(choose(pool, &atlas, &schema, &model, 0).is_empty());
+        assert_eq!(choose(pool, &atlas, &schema, &model, 0), People::default());
     }
 }

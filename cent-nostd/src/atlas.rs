@@ -509,7 +509,7 @@ impl<const N: usize> Explainer<N> {
             return Err(ExplainError::Input);
         }
         let first = oracle.anchor(x)?;
-        let fact = fact_class(oracle, atlas.tree(first).ok_or(ExplainError::Input)?, x)?;
+        let (fact, classifier) = fact_class(oracle, atlas.tree(first).ok_or(ExplainError::Input)?, x)?;
         let target = match options.desired {
             Some(d) if d == fact || d as usize >= schema.classes() => return Err(ExplainError::Target),
             Some(d) => Target::Class(d),
@@ -581,7 +581,7 @@ impl<const N: usize> Explainer<N> {
         };
         if !self.found.is_empty() {
             summary.anchor = anchor as u8;
-        } else if options.people_calls > 0 && !atlas.people().is_empty() {
+        } else if classifier && options.people_calls > 0 && !atlas.people().is_empty() {
             let tried = [first, anchor];
             let from = oracle.calls.get();
             let budget = (from, u32::from(options.people_calls));
@@ -930,13 +930,15 @@ fn push<O: Oracle>(
     Ok(None)
 }
 
-fn fact_class<O: Oracle>(oracle: &O, tree: &Tree<'_>, x: &[f32]) -> Result<u8, ExplainError> {
+/// The class of `x`, and whether the classifier gave it (else the tree did: a bundle without a
+/// classifier).
+fn fact_class<O: Oracle>(oracle: &O, tree: &Tree<'_>, x: &[f32]) -> Result<(u8, bool), ExplainError> {
     match oracle.classify(x)? {
-        Some((class, _)) => Ok(class),
+        Some((class, _)) => Ok((class, true)),
         None => {
             let leaf = tree.route(x).map_err(|_| ExplainError::Input)?;
             match tree.node(leaf) {
-                Some(crate::tree::Node::Leaf { class, .. }) => Ok(class),
+                Some(crate::tree::Node::Leaf { class, .. }) => Ok((class, false)),
                 _ => Err(ExplainError::Input),
             }
         }

@@ -169,6 +169,16 @@ fn print_export(path: &Path, e: &Export) -> Result<()> {
         cent_host::regions::NEIGHBOURS,
         g.mean
     )?;
+    let p = e.people;
+    if p.per_anchor > 0 {
+        outln!(
+            "people: {} per anchor, chosen on {} routed to their anchors; they answer {} ({:.0} %)",
+            p.per_anchor,
+            plural(p.queries, "training row", "training rows"),
+            p.answered,
+            100.0 * p.answered as f64 / p.queries.max(1) as f64
+        )?;
+    }
     Ok(())
 }
 
