@@ -2,8 +2,11 @@
 //! of its trees is confirmed (design §4), chosen at export by the queries they answer.
 //!
 //! For each anchor, the candidates are the [`CANDIDATES`] pool rows of another class nearest to
-//! it in latent space, and the queries are up to [`QUERIES`] pool rows routed to it, spread
-//! evenly. Each candidate is moved onto what each query can reach under the schema's default
+//! it in latent space, a quarter as many of its own class (for the queries of another class
+//! routed to it) and [`SPREAD`] rows of another class spread evenly over the pool (people
+//! unlike the anchor's neighbours: the nearest lie on the boundary, and moved onto a query's
+//! reach they often fall back across it); the queries are up to [`QUERIES`] pool rows routed to
+//! it, spread evenly. Each candidate is moved onto what each query can reach under the schema's default
 //! constraints ([`cent_nostd::people::project`], as the device moves it) and the model judges
 //! the result: it answers the query when the model gives it another class than the query's
 //! with at least the device's lead ([`CONFIRM_LEAD`]). The anchor carries the candidates that
@@ -17,6 +20,9 @@ use cent_nostd::schema::Schema;
 
 /// Pool rows of another class, nearest to the anchor, each anchor chooses its people from.
 pub const CANDIDATES: usize = 128;
+
+/// Pool rows of another class, spread evenly over the pool, each anchor also chooses from.
+pub const SPREAD: usize = 64;
 
 /// Pool rows routed to an anchor that its candidates are tried on, at most.
 pub const QUERIES: usize = 64;
@@ -61,6 +67,15 @@ pub fn choose(pool: PoolData<'_>, atlas: &Atlas, schema: &Schema, model: &Model,
             these.sort_by(|p, q| p.0.total_cmp(&q.0).then(p.1.cmp(&q.1)));
             these.truncate(take);
             near.extend(these);
+        }
+        // And rows of another class spread over the whole pool: people unlike the anchor's
+        // neighbours, for the queries they cannot answer.
+        let others: Vec<usize> = (0..pool.labels.len()).filter(|&i| pool.labels[i] != class).collect();
+        let stride = others.len().div_ceil(SPREAD).max(1);
+        for &i in others.iter().step_by(stride) {
+            if !near.iter().any(|&(_, j)| j == i) {
+                near.push((dist(i), i));
+            }
         }
         if near.len() < per_anchor {
             return People::default();
@@ -172,5 +187,33 @@ mod tests {
         assert_eq!(people.person(&schema, 1, 0, &mut out), Some(0));
         assert!((out[0] - 0.3).abs() < 1e-4, "{out:?}");
         assert_eq!(choose(pool, &atlas, &schema, &model, 0), People::default());
+    }
+
+    /// When the other class's rows nearest to the anchor all sit short of the lead, a person
+    /// spread farther over the pool is chosen.
+    #[test]
+    fn test_a_person_beyond_the_anchors_neighbours_is_chosen_when_they_cannot_answer() {
+        let (schema, model) = setting();
+        // Three class-0 rows, then one class-1 row well past the boundary but far from the
+        // class-0 anchor, then more class-1 rows just past it than the nearest candidates hold.
+        let mut rows = vec![0.1f32, 0.5, 0.2, 0.4, 0.3, 0.6, 0.95, 0.5];
+        for k in 0..CANDIDATES + 10 {
+            rows.extend([0.51 + 0.0001 * k as f32, 0.5]);
+        }
+        let labels = model.classify(&rows);
+        assert!(labels[..3].iter().all(|&l| l == 0) && labels[3..].iter().all(|&l| l == 1));
+        let pool = PoolData { rows: &rows, z: &rows, latent: 2, labels: &labels };
+        let atlas = Atlas {
+            latent: 2,
+            anchors: vec![0.2, 0.5, 0.8, 0.5],
+            anchor_class: vec![0, 1],
+            trees: Vec::new(),
+            people: Vec::new(),
+        };
+        let chosen = choose(pool, &atlas, &schema, &model, 1);
+        let people = cent_nostd::people::People::new(&schema, 2, &chosen.bytes).unwrap();
+        let mut out = [0.0; 2];
+        assert_eq!(people.person(&schema, 0, 0, &mut out), Some(1));
+        assert!((out[0] - 0.95).abs() < 1e-4, "{out:?}");
     }
 }
