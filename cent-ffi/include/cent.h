@@ -392,6 +392,12 @@ typedef struct CentOptions {
    person has no region: its `leaf` is `CENT_NO_REGION`.
    */
   uint32_t people_calls;
+  /*
+   A region whose agreement (of 255) is below this is set aside and tried only after the
+   rest of its tree's search, when fewer answers than asked were found, 0 to 255 (default
+   64; 0: none set aside). Only bundles that carry the regions' agreement.
+   */
+  uint32_t defer_below;
 } CentOptions;
 
 /*

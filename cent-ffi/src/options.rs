@@ -56,6 +56,10 @@ pub struct CentOptions {
     /// classifier calls than this, at most 65535 (default 24; 0: never). An answer from a
     /// person has no region: its `leaf` is `CENT_NO_REGION`.
     pub people_calls: u32,
+    /// A region whose agreement (of 255) is below this is set aside and tried only after the
+    /// rest of its tree's search, when fewer answers than asked were found, 0 to 255 (default
+    /// 64; 0: none set aside). Only bundles that carry the regions' agreement.
+    pub defer_below: u32,
 }
 
 impl Default for CentOptions {
@@ -77,6 +81,7 @@ impl Default for CentOptions {
             compare_calls: u32::from(core.compare_calls),
             runner_up_calls: u32::from(core.runner_up_calls),
             people_calls: u32::from(core.people_calls),
+            defer_below: u32::from(core.defer_below),
         }
     }
 }
@@ -115,8 +120,17 @@ impl CentOptions {
         let compare_calls = u16::try_from(self.compare_calls).map_err(|_| bad)?;
         let runner_up_calls = u16::try_from(self.runner_up_calls).map_err(|_| bad)?;
         let people_calls = u16::try_from(self.people_calls).map_err(|_| bad)?;
-        let options =
-            Options { desired, max_search, lead: self.lead, candidates, compare_calls, runner_up_calls, people_calls };
+        let defer_below = u8::try_from(self.defer_below).map_err(|_| bad)?;
+        let options = Options {
+            desired,
+            max_search,
+            lead: self.lead,
+            candidates,
+            compare_calls,
+            runner_up_calls,
+            people_calls,
+            defer_below,
+        };
         Ok((options, answers))
     }
 
@@ -203,16 +217,24 @@ mod tests {
         assert_eq!(with(|o| o.compare_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.runner_up_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.people_calls = 65_536), Err(CentStatus::InvalidOptions));
+        assert_eq!(with(|o| o.defer_below = 256), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| (o.candidates, o.compare_calls) = (1, 0)), Ok(()));
         let o = CentOptions {
             candidates: 5,
             compare_calls: 300,
             runner_up_calls: 7,
             people_calls: 9,
+            defer_below: 12,
             ..CentOptions::default()
         };
-        let core =
-            Options { candidates: 5, compare_calls: 300, runner_up_calls: 7, people_calls: 9, ..Options::default() };
+        let core = Options {
+            candidates: 5,
+            compare_calls: 300,
+            runner_up_calls: 7,
+            people_calls: 9,
+            defer_below: 12,
+            ..Options::default()
+        };
         assert_eq!(o.core(&s).unwrap().0, core);
     }
 

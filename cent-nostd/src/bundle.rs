@@ -689,6 +689,15 @@ pub(crate) mod tests {
         nodes: &[Node],
         agreement: &[u8],
     ) -> Result<heapless::Vec<crate::atlas::Counterfactual, K>, BundleError> {
+        answers_with(nodes, agreement, Options { lead: 0.0, ..Options::default() })
+    }
+
+    /// [`answers_of`] under `options`.
+    fn answers_with<const K: usize>(
+        nodes: &[Node],
+        agreement: &[u8],
+        options: Options,
+    ) -> Result<heapless::Vec<crate::atlas::Counterfactual, K>, BundleError> {
         let fx = Fixture::new();
         let tree = records(nodes);
         let schema = both_free();
@@ -705,7 +714,6 @@ pub(crate) mod tests {
         let mut explainer: Explainer<8> = Explainer::new();
         let mut out = heapless::Vec::new();
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
-        let options = Options { lead: 0.0, ..Options::default() };
         let q = bundle.schema.default_query();
         explainer.explain(&bundle.model(), &[0.2, 0.3], &q, options, &mut rng, &mut out).unwrap();
         Ok(out)
@@ -744,6 +752,23 @@ pub(crate) mod tests {
         let bytes = Fixture::new().bytes();
         let bundle = Bundle::from_bytes(&bytes).unwrap();
         assert_eq!((bundle.atlas.has_agreement(), bundle.atlas.agreement(0, 2)), (false, None));
+    }
+
+    /// A region whose agreement is below `defer_below` is set aside: with no calls to spend on
+    /// comparing regions, the dearer region people agree with answers instead of the cheaper
+    /// one they do not; with every region below it, the set-aside ones still answer, cheapest
+    /// first; with `defer_below` 0, the cheaper region answers first as before.
+    #[test]
+    fn test_regions_people_do_not_agree_with_are_set_aside() {
+        let leaf = |agreement: &[u8], defer_below: u8| {
+            let options = Options { lead: 0.0, compare_calls: 0, defer_below, ..Options::default() };
+            let out = answers_with::<1>(&split_twice(1), agreement, options).unwrap();
+            out.iter().map(|c| c.leaf).collect::<Vec<_>>()
+        };
+        let low_cheap = [255, 0, 255, 10, 200];
+        assert_eq!(leaf(&low_cheap, 0), [3], "nothing set aside: the cheaper region, found first");
+        assert_eq!(leaf(&low_cheap, 64), [4], "the cheaper region set aside");
+        assert_eq!(leaf(&[255, 0, 255, 10, 20], 64), [3], "both set aside: tried after, cheaper first");
     }
 
     /// The query's nearest anchor has a tree of one leaf (no region of the other class): the

@@ -127,6 +127,18 @@ fn request(schema: &Schema, control: &[u8]) -> (Vec<f32>, Query, Options, u64) {
         options.lead = lead;
     }
     let seed = u.arbitrary::<u64>().unwrap_or(0);
+    // After the seed, so that earlier corpus entries ask what they asked before.
+    if let Some(candidates) = maybe::<u8>(&mut u) {
+        options.candidates = candidates;
+    }
+    for calls in [&mut options.compare_calls, &mut options.runner_up_calls, &mut options.people_calls] {
+        if let Some(value) = maybe::<u16>(&mut u) {
+            *calls = value;
+        }
+    }
+    if let Some(defer_below) = maybe::<u8>(&mut u) {
+        options.defer_below = defer_below;
+    }
     (x, query, options, seed)
 }
 
