@@ -159,6 +159,17 @@ mod tests {
         (schema, Model { kind: ModelKind::Lr, mlp: Mlp { layers: vec![layer] } })
     }
 
+    /// Anchors at `x0` = 0.2 (class 0) and 0.8 (class 1), rows being their own latent means.
+    fn two_anchors() -> Atlas {
+        Atlas {
+            latent: 2,
+            anchors: vec![0.2, 0.5, 0.8, 0.5],
+            anchor_class: vec![0, 1],
+            trees: Vec::new(),
+            people: Vec::new(),
+        }
+    }
+
     #[test]
     fn test_each_anchor_carries_the_people_that_answer_its_queries() {
         let (schema, model) = setting();
@@ -168,13 +179,7 @@ mod tests {
         let labels = model.classify(&rows);
         assert_eq!(labels, [0, 0, 0, 1, 1]);
         let pool = PoolData { rows: &rows, z: &rows, latent: 2, labels: &labels };
-        let atlas = Atlas {
-            latent: 2,
-            anchors: vec![0.2, 0.5, 0.8, 0.5],
-            anchor_class: vec![0, 1],
-            trees: Vec::new(),
-            people: Vec::new(),
-        };
+        let atlas = two_anchors();
         let chosen = choose(pool, &atlas, &schema, &model, 1);
         // Anchor 0's three class-0 rows are all answered; anchor 1's two class-1 rows too.
         assert_eq!((chosen.per_anchor, chosen.queries, chosen.answered), (1, 5, 5));
@@ -203,13 +208,7 @@ mod tests {
         let labels = model.classify(&rows);
         assert!(labels[..3].iter().all(|&l| l == 0) && labels[3..].iter().all(|&l| l == 1));
         let pool = PoolData { rows: &rows, z: &rows, latent: 2, labels: &labels };
-        let atlas = Atlas {
-            latent: 2,
-            anchors: vec![0.2, 0.5, 0.8, 0.5],
-            anchor_class: vec![0, 1],
-            trees: Vec::new(),
-            people: Vec::new(),
-        };
+        let atlas = two_anchors();
         let chosen = choose(pool, &atlas, &schema, &model, 1);
         let people = cent_nostd::people::People::new(&schema, 2, &chosen.bytes).unwrap();
         let mut out = [0.0; 2];

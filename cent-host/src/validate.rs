@@ -22,7 +22,9 @@ use crate::artifacts::Artifacts;
 use crate::explain::{self, Config};
 use crate::export::bundle_name;
 use crate::layers;
-use cent_nostd::atlas::{Atlas, Counterfactual, ExplainError, Explainer, Line, Model, Options, Oracle, Summary};
+use cent_nostd::atlas::{
+    Atlas, Counterfactual, ExplainError, Explainer, Line, Model, NO_REGION, Options, Oracle, Summary,
+};
 use cent_nostd::bundle::{Bundle, BundleError, SchemaParts};
 use cent_nostd::capacity::NODES;
 use cent_nostd::counterfactual;
@@ -250,10 +252,15 @@ pub struct PathStats {
     /// Queries that ended in an error rather than a result or a "not found".
     pub errors: usize,
     /// Means over the confirmed first counterfactuals: changed logical features, encoded l2
-    /// (not squared) and leaf cost.
+    /// (not squared) and leaf cost (the cost over those that come from a region only: an
+    /// answer from a person has none).
     pub l0: f64,
     pub l2: f64,
     pub cost: f64,
+    /// Share of the confirmed first counterfactuals that come from a person rather than a
+    /// region: the atlas's people (its last resort), per-query CEnt's nearest people of the
+    /// target class.
+    pub people: f64,
     /// Mean wall time per query, microseconds.
     pub micros: f64,
 }
@@ -381,6 +388,9 @@ struct PathAcc {
     l0: f64,
     l2: f64,
     cost: f64,
+    /// Flipped first answers with a region's cost, and those from a person.
+    costed: usize,
+    people: usize,
     micros: f64,
 }
 
@@ -399,7 +409,8 @@ impl PathAcc {
             }
         };
         let all: Vec<&[f32]> = cfs.iter().map(|c| c.x.as_slice()).collect();
-        let first = cfs.first().map(|c| (c.x.as_slice(), c.cost as f64 / SCALE as f64));
+        let region = |c: &Counterfactual| (c.leaf != NO_REGION).then(|| c.cost as f64 / SCALE as f64);
+        let first = cfs.first().map(|c| (c.x.as_slice(), region(c)));
         self.add(q, &all, first);
     }
 
@@ -414,11 +425,13 @@ impl PathAcc {
             }
         };
         let all: Vec<&[f32]> = e.counterfactuals.iter().map(|c| c.encoded.as_slice()).collect();
-        let first = e.counterfactuals.first().map(|c| (c.encoded.as_slice(), c.cost));
+        let region = |c: &explain::Counterfactual| (c.realization != explain::Realization::Nearest).then_some(c.cost);
+        let first = e.counterfactuals.first().map(|c| (c.encoded.as_slice(), region(c)));
         self.add(q, &all, first);
     }
 
-    fn add(&mut self, q: &Query1<'_>, all: &[&[f32]], first: Option<(&[f32], f64)>) {
+    /// `first`: the first answer and its region's cost (`None` for one from a person).
+    fn add(&mut self, q: &Query1<'_>, all: &[&[f32]], first: Option<(&[f32], Option<f64>)>) {
         self.violations += all.iter().filter(|cf| counterfactual::check(q.schema, q.query, q.x, cf).is_err()).count();
         self.unseen += all.iter().filter(|cf| q.support.unseen(q.x, cf).0 > 0).count();
         self.broken += all.iter().filter(|cf| q.support.broken(q.x, cf) > 0).count();
@@ -430,7 +443,13 @@ impl PathAcc {
         self.flips += 1;
         self.l0 += counterfactual::changed(q.schema, q.x, cf).count_ones() as f64;
         self.l2 += q.x.iter().zip(cf).map(|(a, b)| ((a - b) as f64).powi(2)).sum::<f64>().sqrt();
-        self.cost += cost;
+        match cost {
+            Some(cost) => {
+                self.cost += cost;
+                self.costed += 1;
+            }
+            None => self.people += 1,
+        }
     }
 
     fn stats(&self) -> PathStats {
@@ -444,7 +463,8 @@ impl PathAcc {
             errors: self.errors,
             l0: per(self.l0, self.flips),
             l2: per(self.l2, self.flips),
-            cost: per(self.cost, self.flips),
+            cost: per(self.cost, self.costed),
+            people: per(self.people as f64, self.flips),
             micros: per(self.micros, self.queries),
         }
     }

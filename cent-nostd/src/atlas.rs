@@ -570,47 +570,26 @@ impl<const N: usize> Explainer<N> {
                         continue;
                     }
                 }
-                let (found, any_built) = self.try_leaf(
-                    oracle,
-                    (schema, tree, support),
-                    x,
-                    query,
-                    (target, options.lead),
-                    hit.leaf,
-                    rng,
-                    &mut summary,
-                )?;
+                // Fewer than `want` ≤ CANDIDATES found (loop condition).
+                let region = (hit.leaf, hit.cost);
+                let ask = (target, options.lead);
+                let (found, any_built) =
+                    self.try_region(oracle, (schema, tree, support), x, query, ask, region, rng, &mut summary)?;
                 built = built.saturating_add(u8::from(any_built));
-                if let Some((cf, class)) = found {
-                    let changed = counterfactual::changed(schema, x, &cf);
-                    // Fewer than `want` ≤ CANDIDATES found (loop condition): the push cannot fail.
-                    let _ = self.found.push(Counterfactual { x: cf, cost: hit.cost, leaf: hit.leaf, class, changed });
-                    if self.found.len() == asked {
-                        full_at = Some(oracle.calls.get());
-                    }
+                if found && self.found.len() == asked {
+                    full_at = Some(oracle.calls.get());
                 }
             }
             // The regions set aside, cheapest first, when too few answers were found.
-            for &(leaf, cost) in &deferred {
+            for &region in &deferred {
                 if self.found.len() >= asked {
                     break;
                 }
-                let (found, any_built) = self.try_leaf(
-                    oracle,
-                    (schema, tree, support),
-                    x,
-                    query,
-                    (target, options.lead),
-                    leaf,
-                    rng,
-                    &mut summary,
-                )?;
+                // Fewer than `asked` ≤ CANDIDATES found.
+                let ask = (target, options.lead);
+                let (_, any_built) =
+                    self.try_region(oracle, (schema, tree, support), x, query, ask, region, rng, &mut summary)?;
                 built = built.saturating_add(u8::from(any_built));
-                if let Some((cf, class)) = found {
-                    let changed = counterfactual::changed(schema, x, &cf);
-                    // Fewer than `asked` ≤ CANDIDATES found: the push cannot fail.
-                    let _ = self.found.push(Counterfactual { x: cf, cost, leaf, class, changed });
-                }
             }
             let spent = oracle.calls.get() >= u32::from(options.runner_up_calls);
             if !self.found.is_empty() || summary.examined >= options.max_search || anchor != first || spent {
@@ -716,6 +695,29 @@ impl<O: Oracle> Oracle for Counted<'_, O> {
 type Confirmed = (heapless::Vec<f32, COLUMNS>, Option<u8>);
 
 impl<const N: usize> Explainer<N> {
+    /// Tries region `leaf` of cost `cost` ([`Explainer::try_leaf`]) and keeps its answer; says
+    /// whether one was found and whether any candidate was built. Callers try a region only
+    /// while fewer than [`CANDIDATES`] answers are kept.
+    #[allow(clippy::too_many_arguments)]
+    fn try_region<O: Oracle, R: Rng + Clone>(
+        &mut self,
+        oracle: &O,
+        (schema, tree, support): (&Schema, &Tree<'_>, &Support<'_>),
+        x: &[f32],
+        query: &Query,
+        ask: (Target, f32),
+        (leaf, cost): (NodeIdx, u32),
+        rng: &mut R,
+        summary: &mut Summary,
+    ) -> Result<(bool, bool), ExplainError> {
+        let (found, any_built) = self.try_leaf(oracle, (schema, tree, support), x, query, ask, leaf, rng, summary)?;
+        let Some((cf, class)) = found else { return Ok((false, any_built)) };
+        let changed = counterfactual::changed(schema, x, &cf);
+        // Fewer than CANDIDATES kept (the callers' condition): the push cannot fail.
+        let _ = self.found.push(Counterfactual { x: cf, cost, leaf, class, changed });
+        Ok((true, any_built))
+    }
+
     /// Builds the leaf's counterfactual at each margin of [`MARGIN_LADDER`] with one replayed
     /// draw (so moves grow monotonically), kept to the data support ([`Support::settle`]; a
     /// point it drops or whose repair breaks a constraint is not built), and keeps the first

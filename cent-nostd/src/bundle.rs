@@ -779,20 +779,30 @@ pub(crate) mod tests {
         let fx = Fixture::new();
         let lone = records(&[Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 }]);
         let parts = Parts { trees: heapless::Vec::from_slice(&[&lone[..], &fx.tree[..]]).unwrap(), ..fx.parts() };
-        let mut buf = std::vec![0u8; 4096];
-        let n = to_slice(&parts, &mut buf).unwrap();
-        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
-        let mut explainer: Explainer<8> = Explainer::new();
-        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
-        let q = bundle.schema.default_query();
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
-        let summary =
-            explainer.explain(&bundle.model(), &[0.2, 0.7], &q, Options::default(), &mut rng, &mut out).unwrap();
+        let (summary, out) = explain_parts(&parts, &[0.2, 0.7], Options::default());
         assert_eq!((summary.anchor, summary.not_found, out.len()), (1, None, 1), "{summary:?}");
         assert!(out[0].x[0] > 0.5 && out[0].class == Some(1), "{out:?}");
         let never = Options { runner_up_calls: 0, ..Options::default() };
-        let summary = explainer.explain(&bundle.model(), &[0.2, 0.7], &q, never, &mut rng, &mut out).unwrap();
+        let (summary, out) = explain_parts(&parts, &[0.2, 0.7], never);
         assert_eq!((summary.anchor, summary.not_found, out.len()), (0, Some(NotFound::NoContrastLeaf), 0));
+    }
+
+    /// Writes `parts` as a bundle, loads it and explains `x` under `options` (the schema's
+    /// default query, the random generator seeded with 1), up to three answers.
+    fn explain_parts(
+        parts: &Parts<'_>,
+        x: &[f32],
+        options: Options,
+    ) -> (crate::atlas::Summary, heapless::Vec<crate::atlas::Counterfactual, 3>) {
+        let mut buf = std::vec![0u8; 4096];
+        let n = to_slice(parts, &mut buf).unwrap();
+        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        let mut explainer: Explainer<8> = Explainer::new();
+        let mut out = heapless::Vec::new();
+        let q = bundle.schema.default_query();
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
+        let summary = explainer.explain(&bundle.model(), x, &q, options, &mut rng, &mut out).unwrap();
+        (summary, out)
     }
 
     /// No tree has a region of the other class: the people the anchors carry answer, those of
@@ -818,15 +828,7 @@ pub(crate) mod tests {
         let with = |people: &[u8], options: Options| {
             let parts =
                 Parts { trees: heapless::Vec::from_slice(&[&lone[..], &lone[..]]).unwrap(), people, ..fx.parts() };
-            let mut buf = std::vec![0u8; 4096];
-            let n = to_slice(&parts, &mut buf).unwrap();
-            let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
-            let mut explainer: Explainer<8> = Explainer::new();
-            let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
-            let q = bundle.schema.default_query();
-            let mut rng = Xoshiro128PlusPlus::seed_from_u64(1);
-            let summary = explainer.explain(&bundle.model(), &[0.2, 0.7], &q, options, &mut rng, &mut out).unwrap();
-            (summary, out)
+            explain_parts(&parts, &[0.2, 0.7], options)
         };
         let (summary, out) = with(&people, Options { lead: 0.0, ..Options::default() });
         assert_eq!((summary.not_found, out.len()), (None, 2), "{summary:?} {out:?}");

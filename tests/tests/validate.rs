@@ -98,6 +98,9 @@ fn test_atlas_flips_and_respects_constraints() {
     assert!(r.full_precision.flip_rate >= 0.85, "atlas f32 flip rate {:.3}", r.full_precision.flip_rate);
     assert!(r.cent.flip_rate >= 0.8, "per-query CEnt flip rate {:.3}", r.cent.flip_rate);
     assert!(r.quantized.l0 >= 1.0 && r.quantized.cost > 0.0, "a flip changes something and costs something");
+    // The people answer where no region does: a few of the queries, on both atlas paths alike.
+    assert!(r.quantized.people > 0.0 && r.quantized.people < 0.5, "from people {:.3}", r.quantized.people);
+    assert_eq!(r.quantized.people, r.full_precision.people);
 }
 
 #[test]

@@ -267,13 +267,14 @@ fn print_report(r: &Report) -> Result<()> {
         r.flip_gap_points
     )?;
     outln!(
-        "  {:<16} {:>7} {:>7} {:>6} {:>7} {:>7} {:>5} {:>6} {:>6} {:>5} {:>10}",
+        "  {:<16} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>5} {:>6} {:>6} {:>5} {:>10}",
         "",
         "found",
         "flip",
         "l0",
         "l2",
         "cost",
+        "people",
         "viol",
         "unseen",
         "broken",
@@ -289,12 +290,13 @@ fn print_report(r: &Report) -> Result<()> {
 
 fn print_stats(label: &str, s: &PathStats) -> Result<()> {
     outln!(
-        "  {label:<16} {:>7.3} {:>7.3} {:>6.2} {:>7.3} {:>7.3} {:>5} {:>6} {:>6} {:>5} {:>10.1}",
+        "  {label:<16} {:>7.3} {:>7.3} {:>6.2} {:>7.3} {:>7.3} {:>7.3} {:>5} {:>6} {:>6} {:>5} {:>10.1}",
         s.found,
         s.flip_rate,
         s.l0,
         s.l2,
         s.cost,
+        s.people,
         s.violations,
         s.unseen,
         s.broken,
