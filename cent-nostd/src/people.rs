@@ -213,6 +213,49 @@ mod tests {
         assert_eq!(out[0], 0.3);
     }
 
+    /// Whatever the bytes: `People::new` accepts or refuses without panicking, and every
+    /// person of what it accepts reads as a one-hot, in-range row of its schema, which
+    /// `project` settles onto a query's reach or gives up on, never panicking.
+    #[test]
+    fn test_arbitrary_bytes_never_panic_and_accepted_people_read_as_rows() {
+        use crate::schema::Mutability;
+        use rand_core::{Rng, SeedableRng};
+        let mut s = schema();
+        s.push(Feature::binary(5).with_mutability(Mutability::Immutable)).unwrap();
+        let q = s.default_query();
+        let x = [0.5, 0.0, 1.0, 0.0, 0.5, 1.0];
+        let mut rng = rand_xoshiro::Xoshiro128PlusPlus::seed_from_u64(7);
+        let mut accepted = 0;
+        for _ in 0..20_000 {
+            let len = (rng.next_u32() % 40) as usize;
+            let mut bytes = std::vec![0u8; len];
+            rng.fill_bytes(&mut bytes);
+            // Mostly small codes, so that some records are valid.
+            for b in bytes.iter_mut() {
+                if rng.next_u32() % 4 != 0 {
+                    *b %= 3;
+                }
+            }
+            let anchors = (rng.next_u32() % 3) as usize;
+            let Ok(people) = People::new(&s, anchors, &bytes) else { continue };
+            accepted += 1;
+            for a in 0..anchors + 1 {
+                for i in 0..PEOPLE + 1 {
+                    let mut row = [9.0f32; 6];
+                    if people.person(&s, a, i, &mut row).is_some() {
+                        assert!(row.iter().all(|v| (0.0..=1.0).contains(v)), "{row:?}");
+                        assert_eq!(row[1..4].iter().filter(|v| **v == 1.0).count(), 1, "{row:?}");
+                        if project(&s, &q, &x, &mut row) {
+                            assert!(counterfactual::check(&s, &q, &x, &row).is_ok());
+                            assert_eq!(row[5], x[5], "the immutable feature keeps the query's value");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(accepted > 100, "only {accepted} byte strings accepted: the test sees too few people");
+    }
+
     #[test]
     fn test_bad_people_are_refused() {
         let s = schema();
