@@ -615,6 +615,7 @@ impl<const N: usize> Explainer<N> {
                 &tried,
                 budget,
                 asked,
+                &mut summary,
             )? {
                 summary.anchor = a as u8;
             }
@@ -801,6 +802,7 @@ impl<const N: usize> Explainer<N> {
         anchors: &[usize],
         (from, budget): (u32, u32),
         asked: usize,
+        summary: &mut Summary,
     ) -> Result<Option<usize>, ExplainError> {
         let people = atlas.people();
         // The whole ranges: a person need not lie in any leaf's box.
@@ -850,6 +852,7 @@ impl<const N: usize> Explainer<N> {
             }
             let Some((c, l)) = oracle.classify(&cand)? else { break };
             if !target.matches(c) || l < lead {
+                summary.rejected = summary.rejected.saturating_add(1);
                 continue;
             }
             let class = pare(oracle, (schema, support), x, query, (target, lead), &mut cand)?.unwrap_or(c);
