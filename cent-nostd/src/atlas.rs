@@ -819,6 +819,8 @@ impl<const N: usize> Explainer<N> {
             let kept = support.is_empty() || support.settle(schema, &whole, x, cand);
             (kept && counterfactual::check(schema, query, x, cand).is_ok() && cand.as_slice() != x).then_some(())
         };
+        // The order keeps (distance, anchor, person), and each person is built again when tried:
+        // keeping the built rows would take 16 rows of COLUMNS floats (4 KB) of stack.
         let mut order = heapless::Vec::<(f32, u8, u8), { 2 * PEOPLE }>::new();
         let mut cand = heapless::Vec::<f32, COLUMNS>::new();
         for (k, &a) in anchors.iter().enumerate() {

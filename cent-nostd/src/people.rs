@@ -114,9 +114,11 @@ impl<'a> People<'a> {
                     cols.fill(0.0);
                     *cols.get_mut(usize::from(code))? = 1.0;
                 }
-                Kind::Binary => cols[0] = f32::from(code),
-                Kind::Continuous => cols[0] = f32::from(code) / STEPS,
-                Kind::Integer => cols[0] = f.encode(libm::roundf(f.decode(f32::from(code) / STEPS))).clamp(0.0, 1.0),
+                Kind::Binary => *cols.first_mut()? = f32::from(code),
+                Kind::Continuous => *cols.first_mut()? = f32::from(code) / STEPS,
+                Kind::Integer => {
+                    *cols.first_mut()? = f.encode(libm::roundf(f.decode(f32::from(code) / STEPS))).clamp(0.0, 1.0);
+                }
             }
         }
         Some(r[0])

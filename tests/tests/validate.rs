@@ -244,7 +244,8 @@ fn test_the_anchors_people_answer_where_no_region_does() {
         with.flip_rate,
         none.flip_rate
     );
-    assert_eq!(with.found as f64, with.flip_rate * 100.0, "every answer found flips the model");
+    let flipped = (with.flip_rate * with.factuals as f64).round() as usize;
+    assert_eq!(with.found, flipped, "every answer found flips the model");
     let broken = with.immutable_violation_rate + with.semi_immutable_violation_rate + with.link_violation_rate;
     assert_eq!((broken, with.unseen_value_share), (0.0, 0.0));
 }
