@@ -366,6 +366,9 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         let values = Input::open(&path).unwrap().column_values(&["a".to_string()]).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        // The directory is shared by this process's calls: the last one out removes it.
+        let _ = std::fs::remove_dir(&dir);
         let mut lines: Vec<(usize, String)> = values.into_iter().map(|(line, v)| (line, v.join(""))).collect();
         lines.sort();
         lines
