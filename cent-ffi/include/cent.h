@@ -398,6 +398,13 @@ typedef struct CentOptions {
    64; 0: none set aside). Only bundles that carry the regions' agreement.
    */
   uint32_t defer_below;
+  /*
+   Classifier calls an answer's paring spends at most on each change only the lead needs
+   (set back alone, the point is still the target, short of `lead`) that longer moves of the
+   other numbers could not replace: the others are shortened and it carried further until
+   the decision needs it, at most 65535 (default 12; 0: never).
+   */
+  uint32_t balance_calls;
 } CentOptions;
 
 /*

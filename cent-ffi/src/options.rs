@@ -60,6 +60,11 @@ pub struct CentOptions {
     /// rest of its tree's search, when fewer answers than asked were found, 0 to 255 (default
     /// 64; 0: none set aside). Only bundles that carry the regions' agreement.
     pub defer_below: u32,
+    /// Classifier calls an answer's paring spends at most on each change only the lead needs
+    /// (set back alone, the point is still the target, short of `lead`) that longer moves of the
+    /// other numbers could not replace: the others are shortened and it carried further until
+    /// the decision needs it, at most 65535 (default 12; 0: never).
+    pub balance_calls: u32,
 }
 
 impl Default for CentOptions {
@@ -82,6 +87,7 @@ impl Default for CentOptions {
             runner_up_calls: u32::from(core.runner_up_calls),
             people_calls: u32::from(core.people_calls),
             defer_below: u32::from(core.defer_below),
+            balance_calls: u32::from(core.balance_calls),
         }
     }
 }
@@ -121,6 +127,7 @@ impl CentOptions {
         let runner_up_calls = u16::try_from(self.runner_up_calls).map_err(|_| bad)?;
         let people_calls = u16::try_from(self.people_calls).map_err(|_| bad)?;
         let defer_below = u8::try_from(self.defer_below).map_err(|_| bad)?;
+        let balance_calls = u16::try_from(self.balance_calls).map_err(|_| bad)?;
         let options = Options {
             desired,
             max_search,
@@ -130,6 +137,7 @@ impl CentOptions {
             runner_up_calls,
             people_calls,
             defer_below,
+            balance_calls,
         };
         Ok((options, answers))
     }
@@ -218,6 +226,7 @@ mod tests {
         assert_eq!(with(|o| o.runner_up_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.people_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| o.defer_below = 256), Err(CentStatus::InvalidOptions));
+        assert_eq!(with(|o| o.balance_calls = 65_536), Err(CentStatus::InvalidOptions));
         assert_eq!(with(|o| (o.candidates, o.compare_calls) = (1, 0)), Ok(()));
         let o = CentOptions {
             candidates: 5,
@@ -225,6 +234,7 @@ mod tests {
             runner_up_calls: 7,
             people_calls: 9,
             defer_below: 12,
+            balance_calls: 3,
             ..CentOptions::default()
         };
         let core = Options {
@@ -233,6 +243,7 @@ mod tests {
             runner_up_calls: 7,
             people_calls: 9,
             defer_below: 12,
+            balance_calls: 3,
             ..Options::default()
         };
         assert_eq!(o.core(&s).unwrap().0, core);

@@ -16,7 +16,7 @@ use crate::profile::{Bounds, Query, Schema};
 use crate::ranking::Lazy;
 use crate::support::Support;
 use crate::surrogate::{self, Surrogate, SurrogateError, TreeParams};
-use cent_nostd::atlas::{MARGIN_LADDER, PUSH_LADDER};
+use cent_nostd::atlas::{BALANCE_SHRINK, MARGIN_LADDER, PUSH_LADDER};
 use cent_nostd::counterfactual;
 use cent_nostd::graph::{Graph, SCALE};
 use cent_nostd::schema::{Kind, Mutability};
@@ -350,10 +350,6 @@ struct Ask<'q> {
 
 /// A confirmed point: its encoded row, the model's class for it and that class's probability.
 type Point = (Vec<f32>, usize, f32);
-
-/// Factors by which [`Explainer::balance`] shortens the other numeric moves of a point with a
-/// change the others do not need to reach the target class.
-const BALANCE_SHRINK: [f32; 8] = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
 
 impl<'a> Explainer<'a> {
     /// Encodes the pool (`pool_rows`, row-major encoded rows) with `encoder` and labels it with

@@ -453,7 +453,7 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 pub(crate) mod tests {
     extern crate std;
     use super::*;
-    use crate::atlas::{Explainer, NotFound, Options};
+    use crate::atlas::{BALANCE_CALLS, Explainer, NotFound, Options, Oracle};
     use crate::quant::quantize_multiplier;
     use crate::schema::Feature;
     use crate::tree::Node;
@@ -886,17 +886,14 @@ pub(crate) mod tests {
         }
     }
 
-    /// A region that asks for both features, where a person at 0.6 on the first needs the
-    /// second for the lead alone: the second change is set back and the first carried further,
-    /// to the next value people have (1.0), instead of kept.
-    #[test]
-    fn test_a_change_only_the_lead_needs_is_traded_for_a_longer_move() {
+    /// The bytes of the fixture with both features mutable, `nodes` as every anchor's tree and
+    /// `observed` as the values people have of each feature (ascending).
+    fn observed_bundle(nodes: &[Node], observed: [&[f32]; 2]) -> Vec<u8> {
         let fx = Fixture::new();
-        let tree = records(&split_twice(0));
+        let tree = records(nodes);
         let schema = both_free();
-        let le = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-        let values = le(&[0.1, 0.3, 0.6, 1.0, 0.1, 0.3, 0.6, 1.0]);
-        let counts = heapless::Vec::from_slice(&[4, 4]).unwrap();
+        let values: Vec<u8> = observed.iter().flat_map(|v| v.iter()).flat_map(|x| x.to_le_bytes()).collect();
+        let counts = heapless::Vec::from_slice(&[observed[0].len() as u16, observed[1].len() as u16]).unwrap();
         let parts = Parts {
             schema: SchemaParts::of(&schema),
             trees: heapless::Vec::from_slice(&[&tree[..], &tree[..]]).unwrap(),
@@ -905,7 +902,18 @@ pub(crate) mod tests {
         };
         let mut buf = std::vec![0u8; 4096];
         let n = to_slice(&parts, &mut buf).unwrap();
-        let bundle = Bundle::from_bytes(&buf[..n]).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    /// A region that asks for both features, where a person at 0.6 on the first needs the
+    /// second for the lead alone: the second change is set back and the first carried further,
+    /// to the next value people have (1.0), instead of kept.
+    #[test]
+    fn test_a_change_only_the_lead_needs_is_traded_for_a_longer_move() {
+        let steps = [0.1, 0.3, 0.6, 1.0];
+        let bytes = observed_bundle(&split_twice(0), [&steps, &steps]);
+        let bundle = Bundle::from_bytes(&bytes).unwrap();
         let model = bundle.model();
         let mut explainer: Explainer<8> = Explainer::new();
         let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
@@ -923,10 +931,82 @@ pub(crate) mod tests {
             let mut cf = [0.0f32; 2];
             let tree = model.atlas.tree(0).unwrap();
             let bounds = crate::tree::Bounds::of(tree, 4);
-            crate::counterfactual::realize_in(&schema, &q, tree, 4, &bounds, &[0.2, 0.3], &mut rng, &mut cf).unwrap();
+            crate::counterfactual::realize_in(&both_free(), &q, tree, 4, &bounds, &[0.2, 0.3], &mut rng, &mut cf)
+                .unwrap();
             traded += usize::from(cf[0] < 0.8);
         }
         assert!(traded > 0, "no seed exercised the trade");
+    }
+
+    /// An oracle of one anchor whose classifier says class 1 iff `x0 + x1 > 1.25`, with a lead of
+    /// 5 logits per unit of that sum.
+    struct Sum;
+
+    impl crate::atlas::Oracle for Sum {
+        fn anchor(&self, _: &[f32]) -> Result<usize, crate::atlas::ExplainError> {
+            Ok(0)
+        }
+
+        fn runner_up(&self, _: &[f32], _: usize) -> Result<Option<usize>, crate::atlas::ExplainError> {
+            Ok(None)
+        }
+
+        fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, crate::atlas::ExplainError> {
+            let s = x[0] + x[1] - 1.25;
+            Ok(Some(if s > 0.0 { (1, 5.0 * s) } else { (0, -5.0 * s) }))
+        }
+    }
+
+    /// A region at the top of the first feature (above 0.95) and above 0.5 on the second: with
+    /// the first at 1.0 the second is needed for the lead only, and the first cannot go further.
+    /// Without balancing, the answer keeps that change; balanced, the first is shortened (to the
+    /// value people have at 0.6) and the second carried further until both are needed.
+    #[test]
+    fn test_a_change_only_the_lead_needs_is_balanced_against_the_others() {
+        let nodes = [
+            Node::Split { col: 0, threshold: 0.95, left: 1, right: 2 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Split { col: 1, threshold: 0.5, left: 3, right: 4 },
+            Node::Leaf { class: 0, purity: 1.0, entropy: 0.0, samples: 9 },
+            Node::Leaf { class: 1, purity: 1.0, entropy: 0.0, samples: 9 },
+        ];
+        let bytes = observed_bundle(&nodes, [&[0.1, 0.3, 0.6, 1.0], &[0.1, 0.3, 0.6, 0.8, 1.0]]);
+        let bundle = Bundle::from_bytes(&bytes).unwrap();
+        let model = bundle.model();
+        let (x, q) = ([0.2, 0.3], bundle.schema.default_query());
+        let mut explainer: Explainer<8> = Explainer::new();
+        let mut out: heapless::Vec<_, 3> = heapless::Vec::new();
+        // The changes of an answer whose set-back alone leaves the point in class 1.
+        let redundant = |p: &[f32]| {
+            (0..2)
+                .filter(|&k| {
+                    let mut back = p.to_vec();
+                    back[k] = x[k];
+                    p[k] != x[k] && Sum.classify(&back).unwrap().unwrap().0 == 1
+                })
+                .count()
+        };
+        let mut kept = 0;
+        for seed in 0..16 {
+            for balance_calls in [0, BALANCE_CALLS] {
+                let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+                let ctx = (model.schema, model.atlas, model.support);
+                let options = Options { balance_calls, ..Options::default() };
+                explainer.explain_with(&Sum, ctx, &x, &q, options, &mut rng, &mut out).unwrap();
+                assert_eq!(out.len(), 1, "seed {seed}: one contrast leaf");
+                let a = &out[0];
+                let (class, lead) = Sum.classify(&a.x).unwrap().unwrap();
+                assert!(class == 1 && lead >= Options::default().lead, "seed {seed}: {a:?}");
+                assert_eq!(a.changed, 0b11, "seed {seed}: {a:?}");
+                if balance_calls == 0 {
+                    assert_eq!(a.x[0], 1.0, "seed {seed}: {a:?}");
+                    kept += redundant(&a.x);
+                } else {
+                    assert_eq!((a.x[0], redundant(&a.x)), (0.6, 0), "seed {seed}: {a:?}");
+                }
+            }
+        }
+        assert!(kept > 0, "no seed kept a change only the lead needs without balancing");
     }
 
     /// Two regions of the target class, the cheaper one nearly empty: the answer from the

@@ -139,6 +139,9 @@ fn request(schema: &Schema, control: &[u8]) -> (Vec<f32>, Query, Options, u64) {
     if let Some(defer_below) = maybe::<u8>(&mut u) {
         options.defer_below = defer_below;
     }
+    if let Some(balance_calls) = maybe::<u16>(&mut u) {
+        options.balance_calls = balance_calls;
+    }
     (x, query, options, seed)
 }
 
