@@ -866,12 +866,18 @@ pub(crate) mod tests {
         );
     }
 
-    /// An oracle of one anchor whose classifier says class 1 iff `x0 + x1 / 2 > 0.7`, with a
-    /// lead of 5 logits per unit of that sum: the decision needs `x0` only, but with `x0` at 0.6
-    /// it needs `x1` for the lead too.
-    struct Linear;
+    /// An oracle of one anchor whose classifier says class 1 iff `w · x > bias`, with a lead of 5
+    /// logits per unit of `w · x - bias`.
+    struct Plane {
+        w: [f32; 2],
+        bias: f32,
+    }
 
-    impl crate::atlas::Oracle for Linear {
+    /// `x0 + x1 / 2 > 0.7`: the decision needs `x0` only, but with `x0` at 0.6 it needs `x1` for
+    /// the lead too.
+    const LINEAR: Plane = Plane { w: [1.0, 0.5], bias: 0.7 };
+
+    impl crate::atlas::Oracle for Plane {
         fn anchor(&self, _: &[f32]) -> Result<usize, crate::atlas::ExplainError> {
             Ok(0)
         }
@@ -881,7 +887,7 @@ pub(crate) mod tests {
         }
 
         fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, crate::atlas::ExplainError> {
-            let s = x[0] + 0.5 * x[1] - 0.7;
+            let s = self.w[0] * x[0] + self.w[1] * x[1] - self.bias;
             Ok(Some(if s > 0.0 { (1, 5.0 * s) } else { (0, -5.0 * s) }))
         }
     }
@@ -922,7 +928,7 @@ pub(crate) mod tests {
         for seed in 0..32 {
             let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
             let ctx = (model.schema, model.atlas, model.support);
-            explainer.explain_with(&Linear, ctx, &[0.2, 0.3], &q, Options::default(), &mut rng, &mut out).unwrap();
+            explainer.explain_with(&LINEAR, ctx, &[0.2, 0.3], &q, Options::default(), &mut rng, &mut out).unwrap();
             assert_eq!(out.len(), 1, "seed {seed}: one contrast leaf");
             assert_eq!((&out[0].x[..], out[0].changed, out[0].class), (&[1.0, 0.3][..], 0b01, Some(1)), "seed {seed}");
             // How often the region's own point was at 0.6 (the trade, not a plain set-back):
@@ -938,24 +944,8 @@ pub(crate) mod tests {
         assert!(traded > 0, "no seed exercised the trade");
     }
 
-    /// An oracle of one anchor whose classifier says class 1 iff `x0 + x1 > 1.25`, with a lead of
-    /// 5 logits per unit of that sum.
-    struct Sum;
-
-    impl crate::atlas::Oracle for Sum {
-        fn anchor(&self, _: &[f32]) -> Result<usize, crate::atlas::ExplainError> {
-            Ok(0)
-        }
-
-        fn runner_up(&self, _: &[f32], _: usize) -> Result<Option<usize>, crate::atlas::ExplainError> {
-            Ok(None)
-        }
-
-        fn classify(&self, x: &[f32]) -> Result<Option<(u8, f32)>, crate::atlas::ExplainError> {
-            let s = x[0] + x[1] - 1.25;
-            Ok(Some(if s > 0.0 { (1, 5.0 * s) } else { (0, -5.0 * s) }))
-        }
-    }
+    /// `x0 + x1 > 1.25`.
+    const SUM: Plane = Plane { w: [1.0, 1.0], bias: 1.25 };
 
     /// A region at the top of the first feature (above 0.95) and above 0.5 on the second: with
     /// the first at 1.0 the second is needed for the lead only, and the first cannot go further.
@@ -982,7 +972,7 @@ pub(crate) mod tests {
                 .filter(|&k| {
                     let mut back = p.to_vec();
                     back[k] = x[k];
-                    p[k] != x[k] && Sum.classify(&back).unwrap().unwrap().0 == 1
+                    p[k] != x[k] && SUM.classify(&back).unwrap().unwrap().0 == 1
                 })
                 .count()
         };
@@ -992,10 +982,10 @@ pub(crate) mod tests {
                 let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
                 let ctx = (model.schema, model.atlas, model.support);
                 let options = Options { balance_calls, ..Options::default() };
-                explainer.explain_with(&Sum, ctx, &x, &q, options, &mut rng, &mut out).unwrap();
+                explainer.explain_with(&SUM, ctx, &x, &q, options, &mut rng, &mut out).unwrap();
                 assert_eq!(out.len(), 1, "seed {seed}: one contrast leaf");
                 let a = &out[0];
-                let (class, lead) = Sum.classify(&a.x).unwrap().unwrap();
+                let (class, lead) = SUM.classify(&a.x).unwrap().unwrap();
                 assert!(class == 1 && lead >= Options::default().lead, "seed {seed}: {a:?}");
                 assert_eq!(a.changed, 0b11, "seed {seed}: {a:?}");
                 if balance_calls == 0 {
