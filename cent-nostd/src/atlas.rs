@@ -695,9 +695,9 @@ fn score(atlas: &Atlas<'_>, anchor: usize, c: &Counterfactual) -> i32 {
 }
 
 /// An oracle that counts the classifier's calls.
-struct Counted<'o, O> {
-    oracle: &'o O,
-    calls: core::cell::Cell<u32>,
+pub(crate) struct Counted<'o, O> {
+    pub(crate) oracle: &'o O,
+    pub(crate) calls: core::cell::Cell<u32>,
 }
 
 impl<O: Oracle> Oracle for Counted<'_, O> {

@@ -453,7 +453,7 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 pub(crate) mod tests {
     extern crate std;
     use super::*;
-    use crate::atlas::{BALANCE_CALLS, Explainer, NotFound, Options, Oracle};
+    use crate::atlas::{BALANCE_CALLS, Counted, Explainer, NotFound, Options, Oracle};
     use crate::quant::quantize_multiplier;
     use crate::schema::Feature;
     use crate::tree::Node;
@@ -950,7 +950,8 @@ pub(crate) mod tests {
     /// A region at the top of the first feature (above 0.95) and above 0.5 on the second: with
     /// the first at 1.0 the second is needed for the lead only, and the first cannot go further.
     /// Without balancing, the answer keeps that change; balanced, the first is shortened (to the
-    /// value people have at 0.6) and the second carried further until both are needed.
+    /// value people have at 0.6) and the second carried further until both are needed, within
+    /// the calls allowed (too few leave the pared answer as it was).
     #[test]
     fn test_a_change_only_the_lead_needs_is_balanced_against_the_others() {
         let nodes = [
@@ -978,19 +979,30 @@ pub(crate) mod tests {
         };
         let mut kept = 0;
         for seed in 0..16 {
-            for balance_calls in [0, BALANCE_CALLS] {
+            // (answer, classifier calls) with paring alone.
+            let mut pared = None;
+            // 3 calls cannot finish: the first two shortenings still snap to 1.0, the third
+            // only finds where the decision needs the second change.
+            for balance_calls in [0, 3, BALANCE_CALLS] {
                 let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
                 let ctx = (model.schema, model.atlas, model.support);
                 let options = Options { balance_calls, ..Options::default() };
-                explainer.explain_with(&SUM, ctx, &x, &q, options, &mut rng, &mut out).unwrap();
+                let counted = Counted { oracle: &SUM, calls: core::cell::Cell::new(0) };
+                explainer.explain_with(&counted, ctx, &x, &q, options, &mut rng, &mut out).unwrap();
                 assert_eq!(out.len(), 1, "seed {seed}: one contrast leaf");
-                let a = &out[0];
+                let (a, calls) = (out[0].clone(), counted.calls.get());
                 let (class, lead) = SUM.classify(&a.x).unwrap().unwrap();
                 assert!(class == 1 && lead >= Options::default().lead, "seed {seed}: {a:?}");
                 assert_eq!(a.changed, 0b11, "seed {seed}: {a:?}");
-                if balance_calls == 0 {
+                let Some((alone, base)) = pared.clone() else {
                     assert_eq!(a.x[0], 1.0, "seed {seed}: {a:?}");
                     kept += redundant(&a.x);
+                    pared = Some((a, calls));
+                    continue;
+                };
+                assert!(calls <= base + u32::from(balance_calls), "seed {seed}: {calls} calls, {base} pared");
+                if balance_calls == 3 {
+                    assert_eq!(a, alone, "seed {seed}: too few calls to balance");
                 } else {
                     assert_eq!((a.x[0], redundant(&a.x)), (0.6, 0), "seed {seed}: {a:?}");
                 }
