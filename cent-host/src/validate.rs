@@ -8,15 +8,17 @@
 //!   in place of the quantized encoder and classifier ([`FullPrecision`]).
 //! * **Per-query CEnt** — [`crate::explain::Explainer`]: neighbours and a tree fitted per query.
 //!
-//! Every run uses the schema's default constraints, `Options::default()` (any class but the
-//! current one, 50 contrast leaves at most), [`RESULTS`] results, and the RNG
+//! Every run uses the schema's default constraints, the device options of [`Settings`]
+//! (`Options::default()` unless a firmware's are measured; any class but the current one, 50
+//! contrast leaves at most), [`RESULTS`] results, and the RNG
 //! `Xoshiro128PlusPlus::seed_from_u64(i)` where `i` is the query's index (the test-row index
 //! in [`validate`], the position in the batch in [`native_run`]).
 //!
 //! # Canonical result lines
 //!
 //! [`native_run`] prints one `cent_nostd::atlas::Line` per query, the format firmware running
-//! the same bundle and queries prints too, so the two outputs compare byte for byte.
+//! the same bundle and queries prints too, so the two outputs compare byte for byte; it explains
+//! with `Options::default()`, as the firmware does.
 
 use crate::artifacts::Artifacts;
 use crate::explain::{self, Config};
@@ -100,21 +102,22 @@ pub fn native_run(bundle: &[u8], queries: &[f32]) -> Result<Vec<String>, Validat
     Ok(queries
         .chunks_exact(columns)
         .enumerate()
-        .map(|(i, x)| line(i, &run_device(&mut device, &model, x, &query, i as u64)))
+        .map(|(i, x)| line(i, &run_device(&mut device, &model, x, &query, Options::default(), i as u64)))
         .collect())
 }
 
-/// One query through the device explainer with the RNG seeded by `seed`.
+/// One query through the device explainer under `options` with the RNG seeded by `seed`.
 pub fn run_device(
     device: &mut Explainer<NODES>,
     model: &Model<'_, '_>,
     x: &[f32],
     query: &Query,
+    options: Options,
     seed: u64,
 ) -> Outcome {
     let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
     let mut out: heapless::Vec<Counterfactual, RESULTS> = heapless::Vec::new();
-    let summary = device.explain(model, x, query, Options::default(), &mut rng, &mut out)?;
+    let summary = device.explain(model, x, query, options, &mut rng, &mut out)?;
     Ok((summary, out.into_iter().collect()))
 }
 
@@ -174,13 +177,13 @@ impl<'m, 'a> FullPrecision<'m, 'a> {
         FullPrecision { oracle, schema: &bundle.schema, support: &bundle.support, explainer: Box::default() }
     }
 
-    /// Explains `x` like `cent_nostd::atlas::Explainer::explain`, up to [`RESULTS`] results.
-    pub fn run(&mut self, x: &[f32], query: &Query, seed: u64) -> Outcome {
+    /// Explains `x` like `cent_nostd::atlas::Explainer::explain` under `options`, up to
+    /// [`RESULTS`] results.
+    pub fn run(&mut self, x: &[f32], query: &Query, options: Options, seed: u64) -> Outcome {
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
         let mut out: heapless::Vec<Counterfactual, RESULTS> = heapless::Vec::new();
         let context = (self.schema, self.oracle.atlas, self.support);
-        let summary =
-            self.explainer.explain_with(&self.oracle, context, x, query, Options::default(), &mut rng, &mut out)?;
+        let summary = self.explainer.explain_with(&self.oracle, context, x, query, options, &mut rng, &mut out)?;
         Ok((summary, out.into_iter().collect()))
     }
 }
@@ -213,14 +216,17 @@ fn argmax(values: &[f32]) -> usize {
     best
 }
 
-/// Which test rows to validate on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which test rows to validate on, and how the device explains them.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
     /// Validate on a seeded sample of this many test rows; `None` = the whole test split.
     pub limit: Option<usize>,
     /// The seed the artifacts were loaded and the bundle exported with (it names the bundle),
     /// also the seed of the sample and of per-query CEnt.
     pub seed: u64,
+    /// The device explainer's options on both atlas paths (a firmware's own, to measure them
+    /// before flashing; `Options::default()` is the firmware's default).
+    pub options: Options,
 }
 
 /// Agreement of the quantized latent means with the f32 ones.
@@ -314,10 +320,10 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
         let ctx = Query1 { model: a, schema: &b.schema, query: &query, support: cent.support(), x };
         acc.latent(&b, &a.vae.encoder, x);
         let t = Instant::now();
-        let q = run_device(&mut device, &b.model(), x, &query, r as u64);
+        let q = run_device(&mut device, &b.model(), x, &query, settings.options, r as u64);
         acc.quantized.time(t);
         let t = Instant::now();
-        let f = full.run(x, &query, r as u64);
+        let f = full.run(x, &query, settings.options, r as u64);
         acc.full.time(t);
         acc.compare(&q, &f);
         acc.quantized.add_device(&ctx, &q);
@@ -617,8 +623,8 @@ mod tests {
         let mut device = Box::new(Explainer::<NODES>::new());
         let query = b.schema.default_query();
         for (i, x) in [[0.1f32, 0.3], [0.3, 0.9], [0.7, 0.2], [0.95, 0.5]].iter().enumerate() {
-            let d = run_device(&mut device, &b.model(), x, &query, i as u64);
-            let f = full.run(x, &query, i as u64);
+            let d = run_device(&mut device, &b.model(), x, &query, Options::default(), i as u64);
+            let f = full.run(x, &query, Options::default(), i as u64);
             assert_eq!(d, f, "query {i}");
             let (s, cfs) = d.unwrap();
             assert_eq!((s.anchor, s.fact), (u8::from(x[0] > 0.5), u8::from(x[0] > 0.5)));

@@ -293,6 +293,9 @@ pub struct Bench<'a> {
     config: Config,
     /// The device bundle [`MethodKind::Atlas`] runs on.
     atlas: Option<Bundle<'a>>,
+    /// The device explainer's options [`MethodKind::Atlas`] runs with (its desired class set per
+    /// factual).
+    atlas_options: Options,
 }
 
 impl std::fmt::Debug for Bench<'_> {
@@ -320,7 +323,8 @@ impl<'a> Bench<'a> {
         let mut all = prepared.train.data.clone();
         all.extend_from_slice(&prepared.test.data);
         let reference = Reference::new(model, all, enc.n_cols())?;
-        Ok(Bench { prepared, model, vae, schema, query, explainer, reference, config, atlas: None })
+        let atlas_options = Options::default();
+        Ok(Bench { prepared, model, vae, schema, query, explainer, reference, config, atlas: None, atlas_options })
     }
 
     /// The bench with a device bundle for [`MethodKind::Atlas`]: `bytes` as `cent export`
@@ -336,6 +340,14 @@ impl<'a> Bench<'a> {
         }
         self.atlas = Some(bundle);
         Ok(self)
+    }
+
+    /// The bench with the device explainer's `options` for [`MethodKind::Atlas`] (a firmware's
+    /// own, to measure them before flashing; `Options::default()` unless set). The desired
+    /// class is each factual's target.
+    pub fn with_atlas_options(mut self, options: Options) -> Self {
+        self.atlas_options = options;
+        self
     }
 
     /// The factual test rows (see the module docs for the draw).
@@ -538,7 +550,7 @@ impl<'a> Bench<'a> {
         let mut device: Box<AtlasExplainer> = Box::default();
         let mut out: heapless::Vec<Counterfactual, ATLAS_ANSWERS> = heapless::Vec::new();
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        let options = Options { desired: Some(desired), ..Options::default() };
+        let options = Options { desired: Some(desired), ..self.atlas_options };
         let query = bundle.schema.default_query();
         let summary = device
             .explain(&bundle.model(), x, &query, options, &mut rng, &mut out)

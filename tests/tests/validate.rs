@@ -30,7 +30,7 @@ fn bundle() -> &'static Export {
 fn report() -> &'static Report {
     static R: OnceLock<Report> = OnceLock::new();
     R.get_or_init(|| {
-        let settings = Settings { limit: Some(LIMIT), seed: SEED };
+        let settings = Settings { limit: Some(LIMIT), seed: SEED, options: Default::default() };
         validate::validate(&bundle().bytes, "adult.cent", adult(), settings).expect("validate")
     })
 }
@@ -165,7 +165,7 @@ fn test_missing_file_and_mismatched_bundle_are_named() {
     let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate").join("no-such.cent");
     let err = validate::read_bundle(&missing).unwrap_err();
     assert!(matches!(err, ValidateError::Read { .. }) && err.to_string().contains("no-such.cent"), "{err}");
-    let settings = Settings { limit: Some(1), seed: SEED + 1 };
+    let settings = Settings { limit: Some(1), seed: SEED + 1, options: Default::default() };
     let err = validate::validate(&bundle().bytes, "adult.cent", adult(), settings).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, ValidateError::Mismatch { .. }), "{text}");

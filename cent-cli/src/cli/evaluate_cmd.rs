@@ -53,6 +53,10 @@ pub struct EvaluateArgs {
     /// it. Example: --method cent,atlas --anchors 64 --k 2000
     #[command(flatten, next_help_heading = "Atlas (--method atlas)")]
     pub atlas: super::export_cmd::AtlasArgs,
+    /// How the device explains with that bundle (a firmware's own settings, measured before
+    /// flashing them). Example: --method atlas --balance-calls 0
+    #[command(flatten, next_help_heading = "Device explainer (--method atlas)")]
+    pub device: super::export_cmd::DeviceArgs,
 }
 
 /// The plausibility settings of `--sweep`, ascending, without repeats.
@@ -234,7 +238,7 @@ fn evaluate_pair(
     };
     let mut bench = Bench::new(&a.prepared, model, &a.vae, config)?;
     if let Some(bytes) = &bundle {
-        bench = bench.with_atlas(bytes).context("the exported bundle")?;
+        bench = bench.with_atlas(bytes).context("the exported bundle")?.with_atlas_options(args.device.options());
     }
     let factuals = bench.factuals()?;
     let prepare_seconds = start.elapsed().as_secs_f64();

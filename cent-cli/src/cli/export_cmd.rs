@@ -9,6 +9,7 @@ use cent_host::atlas::AtlasParams;
 use cent_host::export::{self, Export};
 use cent_host::surrogate::TreeParams;
 use cent_host::validate::{self, PathStats, Report, Settings};
+use cent_nostd::atlas::Options;
 use cent_nostd::encoder::WeightWidth;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -67,6 +68,63 @@ impl Weights {
     }
 }
 
+/// How the device's explainer runs (`cent_nostd::atlas::Options`; from C, `CentOptions`):
+/// what the atlas paths explain with, so that a firmware's settings are measured before they
+/// are flashed. The defaults are the firmware's.
+#[derive(Debug, Clone, Args)]
+pub struct DeviceArgs {
+    /// Least lead of the target class over the runner-up, in logits, for the on-device
+    /// classifier to confirm a candidate (0.405 = ln 1.5: probability 0.6 between two classes).
+    #[arg(long, default_value_t = Options::default().lead, value_parser = lead)]
+    pub lead: f32,
+    /// Confirmed regions compared by their agreement before answering, 1 to 8.
+    #[arg(long, default_value_t = Options::default().candidates, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub candidates: u8,
+    /// Classifier calls spent looking for further regions to compare once the answers are found.
+    #[arg(long, default_value_t = Options::default().compare_calls)]
+    pub compare_calls: u16,
+    /// When the nearest anchor's tree confirms nothing, the runner-up's is searched while fewer
+    /// classifier calls than this were made (0: never).
+    #[arg(long, default_value_t = Options::default().runner_up_calls)]
+    pub runner_up_calls: u16,
+    /// When no region is confirmed, the anchors' people are tried while they cost fewer
+    /// classifier calls than this (0: never).
+    #[arg(long, default_value_t = Options::default().people_calls)]
+    pub people_calls: u16,
+    /// Agreement (of 255) below which a region is set aside and tried only when too few
+    /// answers were found (0: none set aside).
+    #[arg(long, default_value_t = Options::default().defer_below)]
+    pub defer_below: u8,
+    /// Classifier calls an answer's paring spends on each change only the lead needs, shortening
+    /// the other numbers and carrying it further until the decision needs it (0: never).
+    #[arg(long, default_value_t = Options::default().balance_calls)]
+    pub balance_calls: u16,
+}
+
+impl DeviceArgs {
+    pub(super) fn options(&self) -> Options {
+        Options {
+            lead: self.lead,
+            candidates: self.candidates,
+            compare_calls: self.compare_calls,
+            runner_up_calls: self.runner_up_calls,
+            people_calls: self.people_calls,
+            defer_below: self.defer_below,
+            balance_calls: self.balance_calls,
+            ..Options::default()
+        }
+    }
+}
+
+/// A lead in logits: finite and not negative, for clap.
+fn lead(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) => Err(format!("{v} is not a lead in logits (finite, 0 or more)")),
+        Err(e) => Err(format!("`{text}` is not a number: {e}")),
+    }
+}
+
 impl AtlasArgs {
     pub(super) fn params(&self, seed: u64) -> AtlasParams {
         let tree = TreeParams { max_depth: self.max_depth, min_leaf: self.min_leaf, max_nodes: self.max_nodes };
@@ -113,6 +171,10 @@ pub struct ValidateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// How the device explains (a firmware's own settings, measured before flashing them).
+    /// Example: --balance-calls 0 --compare-calls 16
+    #[command(flatten, next_help_heading = "Device explainer")]
+    pub device: DeviceArgs,
 }
 
 /// `cent export`.
@@ -203,7 +265,7 @@ fn write_queries(a: &Artifacts, bundle: &[u8], n: usize, path: &Path, expected: 
 pub fn validate(args: &ValidateArgs) -> Result<ExitCode> {
     built_in_only(&args.data)?;
     let limit = (args.limit > 0).then_some(args.limit);
-    let settings = Settings { limit, seed: args.data.seed };
+    let settings = Settings { limit, seed: args.data.seed, options: args.device.options() };
     let reports = match &args.bundle {
         Some(path) => vec![validate_file(args, path, settings)?],
         None => ALL.iter().map(|name| validate_fresh(args, name, settings)).collect::<Result<_>>()?,

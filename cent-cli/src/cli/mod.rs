@@ -224,9 +224,13 @@ enum Command {
     /// constraint (viol), hold a value no training row has (unseen) or break a schema link
     /// (broken).
     ///
+    /// The atlas paths explain as the firmware does by default; the device explainer's options
+    /// below measure a firmware's own settings before they are flashed.
+    ///
     /// Examples:
     ///   cent validate --bundle adult.cent --dataset adult --model mlp
     ///   cent validate --all --model mlp --format json
+    ///   cent validate --bundle adult.cent --dataset adult --model mlp --balance-calls 0
     #[command(verbatim_doc_comment)]
     Validate(export_cmd::ValidateArgs),
 }
