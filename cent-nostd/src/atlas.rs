@@ -1027,10 +1027,10 @@ pub const BALANCE_CALLS: u16 = 12;
 /// shortened by each factor of [`BALANCE_SHRINK`] in turn until, with feature `j` set back, the
 /// point is no longer the target; at that factor feature `j`, when a number, is carried further
 /// along [`PUSH_LADDER`] (kept first) until the classifier confirms the whole with `lead`, and
-/// kept only if every change before `j` is still needed. Every point tried changes exactly `cf`'s
-/// features, is kept to the data support and re-checked against the query; at most
-/// `ask.balance_calls` classifier calls. Returns the class and
-/// replaces `cf` when one is confirmed; `None` (and `cf` untouched) otherwise.
+/// kept only if every change before `j` is still needed. Every point tried changes exactly
+/// `cf`'s features, is kept to the data support and re-checked against the query; at most
+/// `ask.balance_calls` classifier calls. Returns the class and replaces `cf` when one is
+/// confirmed; `None` (and `cf` untouched) otherwise.
 fn balance<O: Oracle>(
     oracle: &O,
     (schema, support): (&Schema, &Support<'_>),
