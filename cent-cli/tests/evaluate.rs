@@ -162,9 +162,9 @@ fn test_atlas_options_build_the_measured_bundle() {
     assert!(stderr(&o).contains("people 0..=8"), "{}", stderr(&o));
 }
 
-/// The device explainer's options reach `--method atlas`: with a lead no candidate has, no
-/// factual is answered where the default lead answers some; a value out of range is a usage
-/// error naming the option.
+/// The device explainer's options reach `--method atlas` and the JSON says which ran: with a
+/// lead no candidate has, no factual is answered where the default lead answers some; a value
+/// out of range is a usage error naming the option.
 #[test]
 fn test_device_options_reach_the_atlas() {
     let small = ["--method", "atlas", "--sweep", "none", "--anchors", "2", "--k", "200"];
@@ -172,10 +172,12 @@ fn test_device_options_reach_the_atlas() {
         let (o, out) = evaluate(case, &[&small[..], extra].concat());
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let j = json(&out.join("toy-mlp.json"));
-        j["methods"][0]["summary"]["found"].as_u64().expect("found")
+        let lead = j["atlas_options"]["lead"].as_f64().expect("the options in the JSON");
+        (j["methods"][0]["summary"]["found"].as_u64().expect("found"), lead)
     };
-    assert!(found("device-default", &[]) > 0, "the default lead answers some factuals");
-    assert_eq!(found("device-lead", &["--lead", "1000"]), 0);
+    let (answered, lead) = found("device-default", &[]);
+    assert!(answered > 0 && (lead - 0.405).abs() < 1e-3, "the default lead answers some factuals");
+    assert_eq!(found("device-lead", &["--lead", "1000"]), (0, 1000.0));
     let (o, _) = evaluate("device-balance", &[&small[..], &["--balance-calls", "65536"]].concat());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--balance-calls"), "{}", stderr(&o));

@@ -294,6 +294,54 @@ pub struct Report {
     pub flip_gap_points: f64,
     /// Per-query CEnt (the host explainer) on the same queries.
     pub cent: PathStats,
+    /// The device explainer's options both atlas paths ran with.
+    pub options: DeviceOptions,
+}
+
+/// The device explainer's options a measurement ran with (`cent_nostd::atlas::Options` but the
+/// desired class), as reports give them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DeviceOptions {
+    pub lead: f32,
+    pub candidates: u8,
+    pub compare_calls: u16,
+    pub runner_up_calls: u16,
+    pub people_calls: u16,
+    pub defer_below: u8,
+    pub balance_calls: u16,
+}
+
+impl From<Options> for DeviceOptions {
+    fn from(o: Options) -> Self {
+        DeviceOptions {
+            lead: o.lead,
+            candidates: o.candidates,
+            compare_calls: o.compare_calls,
+            runner_up_calls: o.runner_up_calls,
+            people_calls: o.people_calls,
+            defer_below: o.defer_below,
+            balance_calls: o.balance_calls,
+        }
+    }
+}
+
+/// `lead 0.405, candidates 8, compare calls 8, runner-up calls 24, people calls 24, defer below
+/// 64, balance calls 12`.
+impl std::fmt::Display for DeviceOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "lead {:.3}, candidates {}, compare calls {}, runner-up calls {}, people calls {}, defer below {}, \
+             balance calls {}",
+            self.lead,
+            self.candidates,
+            self.compare_calls,
+            self.runner_up_calls,
+            self.people_calls,
+            self.defer_below,
+            self.balance_calls
+        )
+    }
 }
 
 /// Validates `bundle` (`origin` names it in errors) against the artifacts it was exported
@@ -333,7 +381,7 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
         acc.cent.time(t);
         acc.cent.add_cent(&ctx, &c);
     }
-    Ok(acc.report(&b, origin, bundle.len(), rows.len()))
+    Ok(acc.report(&b, origin, bundle.len(), rows.len(), settings.options))
 }
 
 /// The bundle must name these artifacts and share their schema and latent size.
@@ -514,7 +562,7 @@ impl Accumulators {
         self.identical += usize::from(same);
     }
 
-    fn report(&self, b: &Bundle<'_>, origin: &str, bytes: usize, queries: usize) -> Report {
+    fn report(&self, b: &Bundle<'_>, origin: &str, bytes: usize, queries: usize, options: Options) -> Report {
         let rate = |v: usize| if self.compared == 0 { 0.0 } else { v as f64 / self.compared as f64 };
         let (quantized, full_precision) = (self.quantized.stats(), self.full.stats());
         Report {
@@ -532,6 +580,7 @@ impl Accumulators {
             full_precision,
             flip_gap_points: (quantized.flip_rate - full_precision.flip_rate).abs() * 100.0,
             cent: self.cent.stats(),
+            options: options.into(),
         }
     }
 }

@@ -125,7 +125,7 @@ pub enum Format {
     Csv,
 }
 
-/// The JSON document of one dataset × model pair (see README, "Evaluation JSON").
+/// The JSON document of one dataset × model pair (see docs/evaluation.md, "Evaluation JSON").
 #[derive(Debug, Serialize)]
 struct JsonDoc<'a> {
     dataset: &'a str,
@@ -140,6 +140,9 @@ struct JsonDoc<'a> {
     cent_dominated_by: Option<Vec<MethodKind>>,
     /// CEnt's plausibility sweep (empty when none ran).
     sweep: &'a [SweepPoint],
+    /// The device explainer's options `atlas` ran with (absent when it did not run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    atlas_options: Option<cent_host::validate::DeviceOptions>,
 }
 
 pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
@@ -320,6 +323,11 @@ fn render(pair: &PairReport, args: &EvaluateArgs) -> Result<String> {
                 methods: &pair.results,
                 cent_dominated_by: evaluate::cent_dominated_by(&pair.results),
                 sweep: &pair.sweep,
+                atlas_options: pair
+                    .results
+                    .iter()
+                    .any(|r| r.summary.method == MethodKind::Atlas)
+                    .then(|| args.device.options().into()),
             };
             serde_json::to_string_pretty(&doc)? + "\n"
         }

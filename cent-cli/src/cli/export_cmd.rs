@@ -313,6 +313,7 @@ fn print_report(r: &Report) -> Result<()> {
         r.max_tree_nodes,
         r.queries
     )?;
+    outln!("  device explainer: {}", r.options)?;
     let l = &r.latent;
     outln!(
         "  latent, quantized vs f32: relative error mean {:.5}, p99 {:.5}, max {:.5}; cosine mean {:.6}, min {:.6}",
