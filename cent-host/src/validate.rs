@@ -295,53 +295,7 @@ pub struct Report {
     /// Per-query CEnt (the host explainer) on the same queries.
     pub cent: PathStats,
     /// The device explainer's options both atlas paths ran with.
-    pub options: DeviceOptions,
-}
-
-/// The device explainer's options a measurement ran with (`cent_nostd::atlas::Options` but the
-/// desired class), as reports give them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct DeviceOptions {
-    pub lead: f32,
-    pub candidates: u8,
-    pub compare_calls: u16,
-    pub runner_up_calls: u16,
-    pub people_calls: u16,
-    pub defer_below: u8,
-    pub balance_calls: u16,
-}
-
-impl From<Options> for DeviceOptions {
-    fn from(o: Options) -> Self {
-        DeviceOptions {
-            lead: o.lead,
-            candidates: o.candidates,
-            compare_calls: o.compare_calls,
-            runner_up_calls: o.runner_up_calls,
-            people_calls: o.people_calls,
-            defer_below: o.defer_below,
-            balance_calls: o.balance_calls,
-        }
-    }
-}
-
-/// `lead 0.405, candidates 8, compare calls 8, runner-up calls 24, people calls 24, defer below
-/// 64, balance calls 12`.
-impl std::fmt::Display for DeviceOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "lead {:.3}, candidates {}, compare calls {}, runner-up calls {}, people calls {}, defer below {}, \
-             balance calls {}",
-            self.lead,
-            self.candidates,
-            self.compare_calls,
-            self.runner_up_calls,
-            self.people_calls,
-            self.defer_below,
-            self.balance_calls
-        )
-    }
+    pub options: Options,
 }
 
 /// Validates `bundle` (`origin` names it in errors) against the artifacts it was exported
@@ -580,7 +534,7 @@ impl Accumulators {
             full_precision,
             flip_gap_points: (quantized.flip_rate - full_precision.flip_rate).abs() * 100.0,
             cent: self.cent.stats(),
-            options: options.into(),
+            options,
         }
     }
 }

@@ -356,8 +356,8 @@ impl Oracle for Model<'_, '_> {
     }
 }
 
-/// Per-query options.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Per-query options (serializable, so that a host report can say which ran).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Options {
     /// Desired class; `None` = any class but the current one.
     pub desired: Option<u8>,

@@ -74,7 +74,7 @@ fn test_export_is_deterministic() {
 fn test_quantized_path_matches_full_precision() {
     let r = report();
     assert_eq!(r.queries, LIMIT);
-    assert_eq!(r.options, cent_nostd::atlas::Options::default().into(), "the firmware's defaults, reported");
+    assert_eq!(r.options, cent_nostd::atlas::Options::default(), "the firmware's defaults, reported");
     assert!(r.anchor_agreement >= 0.99, "anchor agreement {:.4}", r.anchor_agreement);
     assert!(r.fact_agreement >= 0.99, "fact agreement {:.4}", r.fact_agreement);
     assert!(r.identical >= 0.97, "identical counterfactuals {:.4}", r.identical);

@@ -142,7 +142,7 @@ struct JsonDoc<'a> {
     sweep: &'a [SweepPoint],
     /// The device explainer's options `atlas` ran with (absent when it did not run).
     #[serde(skip_serializing_if = "Option::is_none")]
-    atlas_options: Option<cent_host::validate::DeviceOptions>,
+    atlas_options: Option<cent_nostd::atlas::Options>,
 }
 
 pub fn run(args: &EvaluateArgs) -> Result<ExitCode> {
@@ -327,7 +327,7 @@ fn render(pair: &PairReport, args: &EvaluateArgs) -> Result<String> {
                     .results
                     .iter()
                     .any(|r| r.summary.method == MethodKind::Atlas)
-                    .then(|| args.device.options().into()),
+                    .then(|| args.device.options()),
             };
             serde_json::to_string_pretty(&doc)? + "\n"
         }

@@ -116,6 +116,16 @@ impl DeviceArgs {
     }
 }
 
+/// `lead 0.405, candidates 8, compare calls 8, runner-up calls 24, people calls 24, defer below
+/// 64, balance calls 12`: the settings a report ran with.
+fn device_options(o: &Options) -> String {
+    format!(
+        "lead {:.3}, candidates {}, compare calls {}, runner-up calls {}, people calls {}, defer below {}, balance \
+         calls {}",
+        o.lead, o.candidates, o.compare_calls, o.runner_up_calls, o.people_calls, o.defer_below, o.balance_calls
+    )
+}
+
 /// A lead in logits: finite and not negative, for clap.
 fn lead(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {
@@ -313,7 +323,7 @@ fn print_report(r: &Report) -> Result<()> {
         r.max_tree_nodes,
         r.queries
     )?;
-    outln!("  device explainer: {}", r.options)?;
+    outln!("  device explainer: {}", device_options(&r.options))?;
     let l = &r.latent;
     outln!(
         "  latent, quantized vs f32: relative error mean {:.5}, p99 {:.5}, max {:.5}; cosine mean {:.6}, min {:.6}",
