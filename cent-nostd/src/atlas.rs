@@ -562,6 +562,8 @@ impl<const N: usize> Explainer<N> {
         // `options.compare_calls` more classifier calls (checked before each leaf).
         let oracle = &Counted { oracle, calls: core::cell::Cell::new(0) };
         let mut full_at: Option<u32> = None;
+        // What confirms a candidate, and what paring may spend, for every region and person.
+        let ask = Confirm::of(target, &options);
         // The nearest anchor's tree; when it confirms nothing, the runner-up's, within the same
         // `max_search` leaves.
         let mut anchor = first;
@@ -595,7 +597,6 @@ impl<const N: usize> Explainer<N> {
                 }
                 // Fewer than `want` ≤ CANDIDATES found (loop condition).
                 let region = (hit.leaf, hit.cost);
-                let ask = Confirm::of(target, &options);
                 let (found, any_built) =
                     self.try_region(oracle, (schema, tree, support), x, query, ask, region, rng, &mut summary)?;
                 built = built.saturating_add(u8::from(any_built));
@@ -609,7 +610,6 @@ impl<const N: usize> Explainer<N> {
                     break;
                 }
                 // Fewer than `asked` ≤ CANDIDATES found.
-                let ask = Confirm::of(target, &options);
                 let (_, any_built) =
                     self.try_region(oracle, (schema, tree, support), x, query, ask, region, rng, &mut summary)?;
                 built = built.saturating_add(u8::from(any_built));
@@ -629,17 +629,9 @@ impl<const N: usize> Explainer<N> {
             let tried = [first, anchor];
             let from = oracle.calls.get();
             let budget = (from, u32::from(options.people_calls));
-            if let Some(a) = self.try_people(
-                oracle,
-                (schema, atlas, support),
-                x,
-                query,
-                Confirm::of(target, &options),
-                &tried,
-                budget,
-                asked,
-                &mut summary,
-            )? {
+            if let Some(a) =
+                self.try_people(oracle, (schema, atlas, support), x, query, ask, &tried, budget, asked, &mut summary)?
+            {
                 summary.anchor = a as u8;
             }
         }
