@@ -822,3 +822,49 @@ fn test_audit_groups_by_the_schema_protected_features() {
     let o = audit(&write(input.parent().unwrap(), "bad.toml", &bad));
     assert!(!o.status.success() && stderr(&o).contains("protected `income`"), "{}", stderr(&o));
 }
+
+/// `cent explain --bundle`: the device's answers, each with the full-precision model's verdict,
+/// in text and JSON; device options without a bundle, workstation options with one, more
+/// answers than the device gives, and a bundle of another seed are refused with the reason.
+#[test]
+fn test_explain_with_a_bundle_shows_the_devices_answers_judged() {
+    let toy = toy();
+    let bundle = toy.file("device", "toy.cent", "");
+    let bundle = bundle.to_str().unwrap();
+    let o = toy.run("export", &["--out", bundle]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let q = toy.file("device", "people.json", &format!("[{REFUSED}, {REFUSED}]"));
+    let q = q.to_str().unwrap();
+    let o = toy.run("explain", &["--query", q, "--bundle", bundle]);
+    assert_no_panic(&o);
+    let out = stdout(&o);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{}", stderr(&o));
+    assert!(out.contains("people.json query 1: the model says bad"), "{out}");
+    assert!(out.contains("device: its classifier says"), "{out}");
+    let o = toy.run("explain", &["--query", q, "--bundle", bundle, "--format", "json", "--n", "2"]);
+    let doc = json(&o);
+    let first = &doc[0];
+    let device = &first["device"];
+    assert!(first.get("explanation").is_none(), "{doc}");
+    assert_eq!(device["options"]["max_search"], 50, "{doc}");
+    let answers = device["answers"].as_array().unwrap();
+    assert!((1..=2).contains(&answers.len()), "{doc}");
+    for a in answers {
+        assert!(a["confirmed"].is_boolean() && a["model"]["probability"].is_number(), "{a}");
+        assert!(a["changes"].as_array().is_some_and(|c| !c.is_empty()), "{a}");
+    }
+    // The same query and seed give the same answers (the firmware's determinism).
+    assert_eq!(json(&toy.run("explain", &["--query", q, "--bundle", bundle, "--format", "json", "--n", "2"])), doc);
+    for (args, needle) in [
+        (vec!["--row", "0", "--lead", "0.8"], "need --bundle"),
+        (vec!["--row", "0", "--bundle", bundle, "--plausibility", "0.2"], "--plausibility sets the workstation's"),
+        (vec!["--row", "0", "--bundle", bundle, "--n", "4"], "--n 4: a device gives 1 to 3"),
+        (vec!["--row", "0", "--bundle", bundle, "--max-search", "300"], "at most 255"),
+    ] {
+        let o = toy.run("explain", &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let o = toy.run("explain", &["--row", "0", "--bundle", bundle, "--seed", "2"]);
+    assert_fails_with(&o, &["toy.cent", "export it again"]);
+}

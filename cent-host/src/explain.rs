@@ -1585,6 +1585,18 @@ impl<'a> Explainer<'a> {
         total
     }
 
+    /// How far the [`AGREEMENT_K`] people nearest to `x_new` (in the pool, and the applicant
+    /// `x` as they are) agree that it belongs to one of `targets`: the measure this explainer
+    /// ranks its own answers by, for a point from elsewhere (the device's answers, read on the
+    /// host). 0 for a point of another width than the encoding's.
+    pub fn agreement_of(&self, x: &[f32], x_new: &[f32], targets: &[usize]) -> f32 {
+        let columns = self.schema.columns();
+        if x.len() != columns || x_new.len() != columns {
+            return 0.0;
+        }
+        self.agreement(&Around::new(&self.nearby, x), x_new, targets).first().copied().unwrap_or(0.0)
+    }
+
     /// Before/after of each changed feature, in decoded units.
     pub fn changes(&self, x: &[f32], cand: &[f32]) -> Vec<Change> {
         let (Ok(before), Ok(after)) = (self.encoding.decode(x), self.encoding.decode(cand)) else { return Vec::new() };

@@ -20,6 +20,7 @@ pub mod nearby;
 pub mod neighbors;
 pub mod onnx;
 pub mod people;
+pub mod preview;
 pub mod profile;
 pub mod progress;
 pub mod quantize;

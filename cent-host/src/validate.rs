@@ -80,7 +80,7 @@ pub fn read_bundle(path: &Path) -> Result<Vec<u8>, ValidateError> {
     Ok(bytes)
 }
 
-fn load<'a>(bytes: &'a [u8], origin: &str) -> Result<Bundle<'a>, ValidateError> {
+pub(crate) fn load<'a>(bytes: &'a [u8], origin: &str) -> Result<Bundle<'a>, ValidateError> {
     Bundle::from_bytes(bytes).map_err(|error| ValidateError::Bundle { origin: origin.to_string(), error })
 }
 
@@ -339,7 +339,7 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
 }
 
 /// The bundle must name these artifacts and share their schema and latent size.
-fn check_match(b: &Bundle<'_>, origin: &str, a: &Artifacts, seed: u64) -> Result<(), ValidateError> {
+pub(crate) fn check_match(b: &Bundle<'_>, origin: &str, a: &Artifacts, seed: u64) -> Result<(), ValidateError> {
     let expected = bundle_name(&a.name, a.model.kind, seed);
     if b.name != expected {
         return Err(ValidateError::Mismatch { origin: origin.into(), found: b.name.into(), expected });

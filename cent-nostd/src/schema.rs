@@ -426,6 +426,35 @@ pub struct Query<const F: usize = FEATURES, const C: usize = COLUMNS> {
 }
 
 impl<const F: usize, const C: usize> Query<F, C> {
+    /// The same query in another capacity, for `schema` (whose features and columns it
+    /// describes): how a query built at the host's capacity reaches the device explainer.
+    /// Entries past `schema`'s features and columns are the target's defaults (free, cost 1,
+    /// no transitions).
+    ///
+    /// # Errors
+    /// The target's [`SchemaError::Capacity`] when `schema`'s features or columns do not fit it.
+    pub fn resize<const F2: usize, const C2: usize>(
+        &self,
+        schema: &Schema<F, C>,
+    ) -> Result<Query<F2, C2>, SchemaError> {
+        let (features, columns) = (schema.features().len(), schema.columns());
+        if features > F2 || columns > C2 {
+            return Err(SchemaError::Capacity { features: F2 as u16, columns: C2 as u16 });
+        }
+        let mut out = Query {
+            mutability: [Mutability::Free; F2],
+            cost: [1.0; F2],
+            transitions: [0; C2],
+            l0: self.l0,
+            entropy: self.entropy,
+            margin: self.margin,
+        };
+        out.mutability[..features].copy_from_slice(&self.mutability[..features]);
+        out.cost[..features].copy_from_slice(&self.cost[..features]);
+        out.transitions[..columns].copy_from_slice(&self.transitions[..columns]);
+        Ok(out)
+    }
+
     /// Forbids or allows a category transition of a categorical feature.
     ///
     /// # Errors
@@ -540,6 +569,33 @@ mod tests {
         assert!(q.check(&s).is_ok());
     }
 
+    #[test]
+    fn test_query_resizes_with_its_schema() {
+        let mut s = adultish();
+        s.set_transition(1, 2, 0, false).unwrap();
+        let mut q = s.default_query();
+        q.cost[1] = 2.5;
+        q.mutability[1] = Mutability::Immutable;
+        q.l0 = 0.75;
+        // Smaller, as the device's capacity is than the host's.
+        let small: Query<3, 5> = q.resize(&s).unwrap();
+        let schema: Schema<3, 5> = s.resize().unwrap();
+        assert_eq!(small.mutability, [Mutability::IncreaseOnly, Mutability::Immutable, Mutability::Immutable]);
+        assert_eq!(small.cost, [1.0, 2.5, 1.0]);
+        assert_eq!(small.transitions, q.transitions[..5]);
+        assert_eq!((small.l0, small.entropy, small.margin), (q.l0, q.entropy, q.margin));
+        assert!(small.check(&schema).is_ok());
+        // Back to the larger capacity: the entries past the schema are the defaults.
+        let back: Query = small.resize(&schema).unwrap();
+        assert_eq!(back.mutability[..3], q.mutability[..3]);
+        assert_eq!(back.cost[..3], q.cost[..3]);
+        assert_eq!(back.transitions[..5], q.transitions[..5]);
+        assert!(back.mutability[3..].iter().all(|&m| m == Mutability::Free));
+        assert!(back.transitions[5..].iter().all(|&t| t == 0));
+        // Too small for the schema's features or columns.
+        assert_eq!(q.resize::<2, 5>(&s), Err(SchemaError::Capacity { features: 2, columns: 5 }));
+        assert_eq!(q.resize::<3, 4>(&s), Err(SchemaError::Capacity { features: 3, columns: 4 }));
+    }
     #[test]
     fn test_one_direction_needs_an_ordered_group() {
         let mut s: Schema = Schema::new(2);

@@ -298,3 +298,135 @@ fn test_balancing_leaves_fewer_changes_the_decision_does_not_need() {
     assert_eq!(paring.0, balancing.0, "balancing never loses an answer");
     assert!(balancing.1 < paring.1, "answers keeping a needless change: {balancing:?} balanced, {paring:?} pared");
 }
+
+/// A model that rates every row the same: class 0 at 0.9.
+struct Constant;
+
+impl cent_host::blackbox::BlackBox for Constant {
+    fn classes(&self) -> usize {
+        2
+    }
+
+    fn inputs(&self) -> usize {
+        adult().prepared.encoding.n_cols()
+    }
+
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
+        Ok((0..rows.len() / self.inputs()).flat_map(|_| [0.9, 0.1]).collect())
+    }
+}
+
+/// The host explainer `preview` reads answers with, at the validation's settings.
+fn host() -> &'static cent_host::explain::Explainer<'static> {
+    static H: OnceLock<cent_host::explain::Explainer<'static>> = OnceLock::new();
+    H.get_or_init(|| {
+        let a = adult();
+        let config = cent_host::explain::Config { seed: SEED, ..Default::default() };
+        cent_host::explain::Explainer::new(
+            &a.prepared.encoding,
+            &a.model,
+            &a.vae.encoder,
+            &a.prepared.train.data,
+            config,
+        )
+        .unwrap()
+    })
+}
+
+/// `cent explain --bundle`: the preview's answers are the device explainer's own, bit for bit,
+/// for the same query, options and seed, and each is judged by the full-precision model, the
+/// constraint check and the training rows' support.
+#[test]
+fn test_preview_gives_the_devices_answers_judged_on_the_host() {
+    use cent_host::preview::{MAX_ANSWERS, Preview, PreviewError, Source};
+    use cent_nostd::atlas::{Explainer, NO_REGION, Options};
+    use cent_nostd::bundle::Bundle;
+    let a = adult();
+    let b = Bundle::from_bytes(&bundle().bytes).unwrap();
+    let mut preview = Preview::new(&bundle().bytes, "adult.cent", a, SEED, host(), &a.model).unwrap();
+    let query = host().schema().default_query();
+    let mut device: Box<Explainer> = Box::default();
+    let (mut answers, mut people) = (0, 0);
+    for i in 0..40 {
+        let x = a.prepared.test.row(i);
+        let d = preview.explain(x, &query, None, Options::default(), MAX_ANSWERS, i as u64).unwrap();
+        let (summary, cfs) =
+            validate::run_device(&mut device, &b.model(), x, &b.schema.default_query(), Options::default(), i as u64)
+                .unwrap();
+        assert_eq!(d.anchor, summary.anchor, "row {i}");
+        assert_eq!(d.answers.len(), cfs.len(), "row {i}");
+        assert_eq!(d.not_found.is_some(), cfs.is_empty(), "row {i}");
+        let fact = a.model.classify(x)[0];
+        assert_eq!(d.fact.index, fact);
+        for (got, want) in d.answers.iter().zip(&cfs) {
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got.encoded), bits(&want.x), "row {i}");
+            let leaf = match got.source {
+                Source::Region { leaf } => leaf,
+                Source::Person => NO_REGION,
+            };
+            assert_eq!(leaf, want.leaf, "row {i}");
+            let judged = a.model.classify(&got.encoded)[0];
+            assert_eq!(got.confirmed, judged != fact, "row {i}");
+            assert_eq!(got.model.index, judged);
+            assert_eq!(got.changes.len(), got.l0);
+            assert!((0.0..=1.0).contains(&got.agreement));
+            assert!(got.violation.is_none() && got.unseen_values == 0 && got.broken_links == 0, "row {i}: {got:?}");
+            assert_eq!(got.rules.is_empty(), got.source == Source::Person, "row {i}");
+            answers += 1;
+            people += usize::from(got.source == Source::Person);
+        }
+    }
+    assert!(answers >= 60, "the first 40 test rows get most of their answers: {answers}");
+    assert!(answers > people);
+    let x = a.prepared.test.row(0);
+    assert!(matches!(preview.explain(x, &query, None, Options::default(), 4, 0), Err(PreviewError::Answers { n: 4 })));
+    assert!(matches!(
+        preview.explain(x, &query, Some(2), Options::default(), 1, 0),
+        Err(PreviewError::UnknownClass { .. })
+    ));
+}
+
+/// The query's own constraints reach the device, and an answer the full-precision model does
+/// not confirm is marked, not passed off.
+#[test]
+fn test_preview_honours_the_query_and_marks_unconfirmed_answers() {
+    use cent_host::preview::{MAX_ANSWERS, Preview};
+    use cent_nostd::atlas::Options;
+    use cent_nostd::schema::Mutability;
+    let a = adult();
+    let occupation = a.prepared.encoding.feature_index("occupation").unwrap();
+    let mut preview = Preview::new(&bundle().bytes, "adult.cent", a, SEED, host(), &a.model).unwrap();
+    let free = host().schema().default_query();
+    let mut fixed = free.clone();
+    fixed.mutability[occupation] = Mutability::Immutable;
+    let changes = |d: &cent_host::preview::DeviceExplanation| {
+        d.answers.iter().filter(|c| c.changes.iter().any(|ch| ch.feature == "occupation")).count()
+    };
+    let (mut before, mut after, mut answered) = (0, 0, 0);
+    for i in 0..40 {
+        let x = a.prepared.test.row(i);
+        before += changes(&preview.explain(x, &free, None, Options::default(), MAX_ANSWERS, i as u64).unwrap());
+        let d = preview.explain(x, &fixed, None, Options::default(), MAX_ANSWERS, i as u64).unwrap();
+        after += changes(&d);
+        answered += d.answers.len();
+    }
+    assert!(before > 0, "some answers change occupation when it may change");
+    assert_eq!(after, 0, "none does when it may not");
+    assert!(answered > 0);
+    // Judged by a model that never moves, every answer the device gives is unconfirmed.
+    let mut judged = Preview::new(&bundle().bytes, "adult.cent", a, SEED, host(), &Constant).unwrap();
+    let mut shown = 0;
+    for i in 0..10 {
+        let d = judged.explain(a.prepared.test.row(i), &free, None, Options::default(), MAX_ANSWERS, i as u64).unwrap();
+        assert_eq!(d.unconfirmed(), d.answers.len());
+        assert!(
+            d.answers.iter().all(|c| !c.confirmed && c.model.index == 0 && (c.model.probability - 0.9).abs() < 1e-6)
+        );
+        shown += d.answers.len();
+    }
+    assert!(shown > 0, "the device's answers are still shown");
+    // A bundle of other data, model or seed is refused.
+    let err = Preview::new(&bundle().bytes, "adult.cent", a, SEED + 1, host(), &a.model).unwrap_err();
+    assert!(err.to_string().contains("adult.cent"), "{err}");
+}

@@ -1,5 +1,6 @@
 //! `cent explain` and `cent demo`.
 
+use super::export_cmd::{self, DeviceArgs};
 use super::{DataArgs, query};
 use anyhow::Result;
 use cent_host::artifacts::Artifacts;
@@ -7,7 +8,10 @@ use cent_host::blackbox::BlackBox;
 use cent_host::constraints::{self, Labels, Overrides};
 use cent_host::data::{Attribute, Encoding, ValueSupport};
 use cent_host::explain::{ClassOut, Config, ExplainError, Explainer, Explanation, Realization};
+use cent_host::preview::{DeviceExplanation, MAX_ANSWERS, Preview, Source};
 use cent_host::profile::Query;
+use cent_host::validate;
+use cent_nostd::atlas::Options;
 use cent_nostd::schema::{Kind, Mutability};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -36,6 +40,19 @@ pub struct ExplainArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// A device bundle (`cent export`, from the same --dataset, --model and --seed): answer with
+    /// the device's explainer instead of the workstation's, exactly as a firmware running the
+    /// bundle would (its quantized encoder and classifier, its atlas; the query's random
+    /// generator seeded with the --row, or a --query file's 0-based position), and judge each
+    /// answer on the host: the full-precision model's class and probability, the constraints,
+    /// how far the nearest people agree. --n is 1 to 3 (the firmware's); --max-search is the
+    /// device's (at most 255); --k, --widen, --plausibility and --min-probability are the
+    /// workstation's and refused with a bundle.
+    #[arg(long, conflicts_with = "onnx")]
+    pub bundle: Option<PathBuf>,
+    /// How the device explains with --bundle (a firmware's `CentOptions`).
+    #[command(flatten, next_help_heading = "Device explainer (with --bundle)")]
+    pub device: DeviceArgs,
 }
 
 /// What a counterfactual must satisfy and how hard to look: shared by `explain` and `batch`.
@@ -135,6 +152,9 @@ struct JsonResult {
     already_favourable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     explanation: Option<Explanation>,
+    /// The device's answers (`--bundle`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device: Option<DeviceExplanation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     not_found: Option<String>,
     /// The query could not be read or explained.
@@ -153,12 +173,15 @@ enum Outcome {
     /// The model already gives the favourable class and no other class was asked for.
     Favourable,
     Explained(Explanation),
+    /// The device's answers (`--bundle`), judged on the host.
+    Device(DeviceExplanation),
     NotFound(String),
     Error(String),
 }
 
 pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
     check_counts(&args.recourse)?;
+    let device_options = device_options(args)?;
     let a = args.data.setup().load()?;
     let enc = &a.prepared.encoding;
     let q = build_query(&args.recourse, &a)?;
@@ -172,15 +195,43 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         super::warn_dominant(&format!("the ONNX model {}", path.display()), &scores, &a);
     }
     let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config)?;
+    let bundle = match &args.bundle {
+        Some(path) => Some((path, validate::read_bundle(path)?)),
+        None => None,
+    };
+    let mut device = match (&bundle, device_options) {
+        (Some((path, bytes)), Some(options)) => {
+            let origin = path.display().to_string();
+            let preview = Preview::new(bytes, &origin, &a, args.data.seed, &explainer, model.as_ref())?;
+            if !args.data.quiet {
+                eprintln!("device: bundle {origin} ({}); {}", preview.name(), export_cmd::device_options(&options));
+            }
+            Some((preview, options))
+        }
+        _ => None,
+    };
     let (mut errors, mut not_found) = (0, 0);
     let mut json = Vec::new();
-    for (label, row) in queries {
+    for (label, seed, row) in queries {
         let x = row.as_ref().ok();
         let decision = x.map(|x| decision(model.as_ref(), enc, x)).transpose();
         let outcome = match (&row, &decision) {
             (Err(e), _) | (_, Err(e)) => Outcome::Error(format!("{e:#}")),
             (Ok(_), Ok(Some(d))) if desired.is_none() && d.index == enc.favourable() => Outcome::Favourable,
-            (Ok(x), _) => explain_one(&explainer, x, &q, desired, &label, args.data.quiet),
+            (Ok(x), _) => match &mut device {
+                Some((preview, options)) => {
+                    let start = Instant::now();
+                    let result = preview.explain(x, &q, desired, *options, args.recourse.n, seed);
+                    if !args.data.quiet {
+                        eprintln!("{label}: explained by the device in {:.2} ms", start.elapsed().as_secs_f64() * 1e3);
+                    }
+                    match result {
+                        Ok(d) => Outcome::Device(d),
+                        Err(e) => Outcome::Error(e.to_string()),
+                    }
+                }
+                None => explain_one(&explainer, x, &q, desired, &label, args.data.quiet),
+            },
         };
         let decision = decision.ok().flatten();
         match &outcome {
@@ -189,6 +240,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
                 eprintln!("error: {label}: {e}");
             }
             Outcome::NotFound(_) => not_found += 1,
+            Outcome::Device(d) if d.answers.iter().all(|a| !a.confirmed) => not_found += 1,
             _ => {}
         }
         match args.format {
@@ -220,6 +272,104 @@ fn explain_one(e: &Explainer<'_>, x: &[f32], q: &Query, desired: Option<usize>, 
     }
 }
 
+/// The device explainer's options with `--bundle` (`--max-search` included), `None` without
+/// it; a device option without a bundle, or a workstation option with one, is a usage error.
+fn device_options(args: &ExplainArgs) -> Result<Option<Options>> {
+    let options = args.device.options();
+    let Some(_) = &args.bundle else {
+        if options != Options::default() {
+            return Err(super::usage(
+                "--lead, --candidates, --compare-calls, --runner-up-calls, --people-calls, --defer-below and \
+                 --balance-calls set how a device explains: they need --bundle",
+            ));
+        }
+        return Ok(None);
+    };
+    let r = &args.recourse;
+    let host = Config::default();
+    for (flag, set) in [
+        ("--k", r.k != host.k),
+        ("--widen", r.widen != host.widen),
+        ("--plausibility", r.plausibility != host.plausibility),
+        ("--min-probability", r.min_probability != host.min_probability),
+    ] {
+        if set {
+            return Err(super::usage(format!(
+                "{flag} sets the workstation's explainer; with --bundle the device's answers are shown \
+                 (its options: --lead, --candidates, ...)"
+            )));
+        }
+    }
+    if r.n > MAX_ANSWERS {
+        return Err(super::usage(format!("--n {}: a device gives 1 to {MAX_ANSWERS} answers", r.n)));
+    }
+    let max_search = u8::try_from(r.max_search)
+        .map_err(|_| super::usage(format!("--max-search {}: the device examines at most 255 regions", r.max_search)))?;
+    Ok(Some(Options { max_search, ..options }))
+}
+
+/// Why a device explanation counts as no counterfactual: nothing answered, or nothing the
+/// full-precision model confirms.
+fn device_not_found(d: &DeviceExplanation) -> String {
+    match (d.not_found, d.answers.len()) {
+        (Some(reason), _) => format!("the device found no counterfactual: {reason}"),
+        (None, n) => format!("the full-precision model confirms none of the device's {n} answer(s)"),
+    }
+}
+
+fn print_device(label: &str, d: &DeviceExplanation) -> Result<()> {
+    let wanted = d.desired.clone().unwrap_or_else(|| format!("anything but {}", d.fact.name));
+    outln!("{label}: the model says {} (p = {:.2}); wanted: {wanted}", d.fact.name, d.fact.probability)?;
+    outln!(
+        "  device: its classifier says {}; anchor {}, {} contrast regions examined, {} candidates rejected",
+        d.device_fact,
+        d.anchor,
+        d.examined,
+        d.rejected
+    )?;
+    if d.unconfirmed() == d.answers.len() {
+        outln!("  {}", device_not_found(d))?;
+    }
+    for c in &d.answers {
+        let source = match c.source {
+            Source::Region { .. } => format!("a region of the anchor's tree (cost {:.3})", c.cost),
+            Source::Person => "from a person the anchor carries, pared down".to_string(),
+        };
+        let verdict = if c.confirmed {
+            "confirmed by the model".to_string()
+        } else {
+            let device = c.device_class.as_deref().unwrap_or("no class");
+            format!("NOT confirmed by the model: the device's classifier said {device}")
+        };
+        outln!(
+            "  {}. -> {} (p = {:.2}), {verdict}; {} feature(s) changed; {source}, nearest people agreeing {:.1}",
+            c.rank,
+            c.model.name,
+            c.model.probability,
+            c.l0,
+            c.agreement
+        )?;
+        let width = c.changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
+        for ch in &c.changes {
+            outln!("       {:width$}  {} -> {}", ch.feature, ch.before_text(), ch.after_text())?;
+        }
+        if !c.rules.is_empty() {
+            outln!("       region: {}", c.rules.join("; "))?;
+        }
+        if let Some(v) = &c.violation {
+            outln!("       breaks a constraint: {v}")?;
+        }
+        if c.unseen_values > 0 || c.broken_links > 0 {
+            outln!(
+                "       {} value(s) no training row holds, {} schema link(s) broken",
+                c.unseen_values,
+                c.broken_links
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// 1 when any query failed, else 3 when any has no counterfactual, else 0.
 fn exit_code(errors: usize, not_found: usize) -> ExitCode {
     if errors > 0 {
@@ -241,8 +391,12 @@ pub fn check_counts(args: &RecourseArgs) -> Result<()> {
     Ok(())
 }
 
-/// The queries to explain, each labelled, a bad one carrying its error.
-fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Result<Vec<f32>>)>> {
+/// One query to explain: its label, the seed the device explains it with (the row's index, or
+/// the query's 0-based position in its file) and its encoded values, or why it cannot be read.
+type Labelled = (String, u64, Result<Vec<f32>>);
+
+/// The queries to explain, a bad one carrying its error.
+fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<Labelled>> {
     let enc = &a.prepared.encoding;
     if let Some(path) = &args.query {
         let target = target_column(&args.data);
@@ -250,7 +404,10 @@ fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Result<Vec<
         return Ok(rows
             .into_iter()
             .enumerate()
-            .map(|(i, r)| (format!("{} query {}", path.display(), i + 1), r.and_then(|r| Ok(enc.encode_row(&r)?))))
+            .map(|(i, r)| {
+                let label = format!("{} query {}", path.display(), i + 1);
+                (label, i as u64, r.and_then(|r| Ok(enc.encode_row(&r)?)))
+            })
             .collect());
     }
     let row = args.row.unwrap_or(0);
@@ -266,7 +423,7 @@ fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<(String, Result<Vec<
             m.n_rows()
         )));
     }
-    Ok(vec![(format!("{name} row {row}"), Ok(m.row(row).to_vec()))])
+    Ok(vec![(format!("{name} row {row}"), row as u64, Ok(m.row(row).to_vec()))])
 }
 
 /// The schema's target column (a query file may carry it; it is ignored).
@@ -319,12 +476,19 @@ fn to_json(label: String, enc: &Encoding, decision: Option<ClassOut>, x: Option<
         decision,
         already_favourable: false,
         explanation: None,
+        device: None,
         not_found: None,
         error: None,
     };
     match o {
         Outcome::Favourable => r.already_favourable = true,
         Outcome::Explained(e) => r.explanation = Some(e),
+        Outcome::Device(d) => {
+            if d.answers.iter().all(|a| !a.confirmed) {
+                r.not_found = Some(device_not_found(&d));
+            }
+            r.device = Some(d);
+        }
         Outcome::NotFound(e) => r.not_found = Some(e),
         Outcome::Error(e) => r.error = Some(e),
     }
@@ -334,6 +498,7 @@ fn to_json(label: String, enc: &Encoding, decision: Option<ClassOut>, x: Option<
 fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<()> {
     let e = match o {
         Outcome::Explained(e) => e,
+        Outcome::Device(d) => return print_device(label, d),
         Outcome::NotFound(e) => return outln!("{label}: {e}"),
         Outcome::Error(e) => return outln!("{label}: error: {e}"),
         Outcome::Favourable => {

@@ -118,7 +118,7 @@ impl DeviceArgs {
 
 /// `lead 0.405, candidates 8, compare calls 8, runner-up calls 24, people calls 24, defer below
 /// 64, balance calls 12`: the settings a report ran with.
-fn device_options(o: &Options) -> String {
+pub(super) fn device_options(o: &Options) -> String {
     format!(
         "lead {:.3}, candidates {}, compare calls {}, runner-up calls {}, people calls {}, defer below {}, balance \
          calls {}",

@@ -134,13 +134,18 @@ enum Command {
     ///   cent explain --dataset adult --row 12 --n 3 --immutable age,sex,race --cost hours-per-week=2
     ///   cent explain --dataset adult --query person.json --format json
     ///   cent explain --schema loans.toml --query people.csv   (CSV from the schema's [[source]] file)
+    ///   cent explain --dataset adult --model mlp --row 12 --bundle adult.cent   (what a device says)
     ///
     /// A query the model already gives the favourable class is reported as such (JSON:
     /// "already_favourable": true), unless --desired asks for another class.
+    /// With --bundle the answers are the device's (the bundle's quantized encoder, classifier and
+    /// atlas, run as the firmware runs them), each judged by the full-precision model: an answer
+    /// it does not confirm is shown and marked so, never passed off as a counterfactual.
     /// Each query of a --query file is explained on its own: a bad one gets an error entry
     /// and the others are still explained.
     /// Exit codes: 0 every query explained or already favourable; 1 an error (any query
-    /// failed); 2 usage error; 3 no counterfactual exists for some query under these constraints.
+    /// failed); 2 usage error; 3 no counterfactual exists for some query under these constraints
+    /// (with --bundle: no device answer the model confirms).
     // `[[source]]` above is the schema's TOML table, shown as is by --help, not a doc link.
     #[allow(rustdoc::broken_intra_doc_links)]
     #[command(verbatim_doc_comment)]

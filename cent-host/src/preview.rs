@@ -1,0 +1,281 @@
+//! What a device running a bundle tells one person, read and judged on the host.
+//!
+//! The answers are the core's: `cent_nostd::atlas::Explainer::explain` on the bundle exactly
+//! as the device loads it (quantized encoder and classifier, the atlas), with the device's
+//! [`Options`] and the query's random generator seeded as the caller says — the same answers
+//! a firmware gives for the same bundle, query, options and seed. The host then reads each one
+//! as [`crate::explain`] reads its own: the changes in the data's units, the region's rules, how
+//! far the nearest people agree ([`explain::Explainer::agreement_of`]), and judges it with
+//! what the device does not carry: the full-precision model (does it flip, at what
+//! probability), the constraint check on the final values, the values and combinations the
+//! training rows hold.
+//!
+//! An answer the full-precision model does not put in a target class is kept and marked
+//! (`confirmed: false`): it is what the device would say, and the point of a preview is to
+//! see it before a person does.
+
+use crate::artifacts::Artifacts;
+use crate::blackbox::{BlackBox, ModelError};
+use crate::explain::{self, Change, ClassOut};
+use crate::profile;
+use crate::validate::{self, ValidateError};
+use cent_nostd::atlas::{Explainer, NO_REGION, NotFound, Options};
+use cent_nostd::bundle::Bundle;
+use cent_nostd::capacity::NODES;
+use cent_nostd::counterfactual;
+use cent_nostd::graph::SCALE;
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro128PlusPlus;
+use serde::Serialize;
+use thiserror::Error;
+
+/// Answers a device explanation gives at most (the firmware's).
+pub const MAX_ANSWERS: usize = validate::RESULTS;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum PreviewError {
+    #[error(transparent)]
+    Bundle(#[from] ValidateError),
+    #[error("answers asked for: {n}; the device gives 1 to {MAX_ANSWERS}")]
+    Answers { n: usize },
+    #[error("class index {index} is out of range (the model has {classes} classes)")]
+    UnknownClass { index: usize, classes: usize },
+    #[error("the query's constraints do not fit the device: {0}")]
+    Query(cent_nostd::schema::SchemaError),
+    #[error("the device explainer: {0}")]
+    Device(cent_nostd::atlas::ExplainError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// Where a device answer comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Source {
+    /// A region (leaf) of the anchor's tree.
+    Region { leaf: u16 },
+    /// One of the people the anchor carries, moved onto what the query can reach and pared.
+    Person,
+}
+
+/// One device answer, as the host reads and judges it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceAnswer {
+    /// 1 for the answer the device gives first.
+    pub rank: usize,
+    pub source: Source,
+    /// The class the device's quantized classifier gives the answer (`None` for a bundle
+    /// without one).
+    pub device_class: Option<String>,
+    /// The full-precision model's class for the answer and its probability.
+    pub model: ClassOut,
+    /// The full-precision model puts the answer in a class the query asked for.
+    pub confirmed: bool,
+    /// The region's cost (as [`explain::Counterfactual::cost`]); 0 for a person.
+    pub cost: f64,
+    pub l0: usize,
+    /// The share of the nearest people (the training rows, and the applicant) the model
+    /// places in a class the query asked for ([`explain::AGREEMENT_K`] of them).
+    pub agreement: f32,
+    /// The region as rules in the data's units (empty for a person).
+    pub rules: Vec<String>,
+    pub changes: Vec<Change>,
+    /// The constraint the answer breaks (re-checked on its final values), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violation: Option<String>,
+    /// Changed values of observed-support features that no training row holds.
+    pub unseen_values: usize,
+    /// Schema links the answer breaks (a combination too few training rows hold).
+    pub broken_links: usize,
+    /// The answer, encoded like the query.
+    pub encoded: Vec<f32>,
+}
+
+/// What the device answers one query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceExplanation {
+    /// The full-precision model's decision for the query.
+    pub fact: ClassOut,
+    /// The class the device's classifier gives the query (the anchor tree's without one).
+    pub device_fact: String,
+    /// The class asked for; `None` = any class but the model's decision.
+    pub desired: Option<String>,
+    /// The anchor whose tree (or people) gave the answers.
+    pub anchor: u8,
+    /// Contrast regions the device examined and candidates its classifier rejected.
+    pub examined: u8,
+    pub rejected: u8,
+    /// The device's options.
+    pub options: Options,
+    /// The seed of the query's random generator.
+    pub seed: u64,
+    pub answers: Vec<DeviceAnswer>,
+    /// Why the device answered nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_found: Option<&'static str>,
+}
+
+impl DeviceExplanation {
+    /// Answers the full-precision model does not confirm.
+    pub fn unconfirmed(&self) -> usize {
+        self.answers.iter().filter(|a| !a.confirmed).count()
+    }
+}
+
+/// The reason a device gives for answering nothing, in words.
+pub fn reason(not_found: NotFound) -> &'static str {
+    match not_found {
+        NotFound::NoContrastLeaf => {
+            "the anchor's tree has no region of the target class the constraints let the query reach"
+        }
+        NotFound::Blocked => "the reachable regions leave no feasible value for some feature",
+        NotFound::NotConfirmed => "the device's classifier confirmed none of the candidate changes",
+    }
+}
+
+/// A bundle, checked against the artifacts it was exported from, and the host's readers.
+pub struct Preview<'a> {
+    bundle: Bundle<'a>,
+    host: &'a explain::Explainer<'a>,
+    model: &'a dyn BlackBox,
+    classes: Vec<String>,
+    /// The features' names, for the constraint check's message.
+    names: Vec<String>,
+    device: Box<Explainer<NODES>>,
+}
+
+impl std::fmt::Debug for Preview<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preview").field("bundle", &self.bundle.name).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Preview<'a> {
+    /// Loads `bytes` as the device does (`origin` names it in errors) and checks that it was
+    /// exported from `a` at `seed`; `host` (built on `a`'s pool) reads the answers, `model`
+    /// (`a`'s full-precision model) judges them.
+    ///
+    /// # Errors
+    /// [`PreviewError::Bundle`] when the bytes are no bundle or one of other data, model or seed.
+    pub fn new(
+        bytes: &'a [u8],
+        origin: &str,
+        a: &Artifacts,
+        seed: u64,
+        host: &'a explain::Explainer<'a>,
+        model: &'a dyn BlackBox,
+    ) -> Result<Self, PreviewError> {
+        let bundle = validate::load(bytes, origin)?;
+        validate::check_match(&bundle, origin, a, seed)?;
+        let classes = a.prepared.encoding.classes().to_vec();
+        let names = a.prepared.encoding.attributes().iter().map(|f| f.name.clone()).collect();
+        Ok(Preview { bundle, host, model, classes, names, device: Box::default() })
+    }
+
+    /// The bundle's name (dataset, model and seed it was exported for).
+    pub fn name(&self) -> &str {
+        self.bundle.name
+    }
+
+    /// Explains the encoded query `x` as the device does under `query`'s constraints (built
+    /// at the host's capacity; the bundle's schema is the same), towards `desired` (a class
+    /// index) or any class but the current one, with `options` (its `desired` is replaced),
+    /// up to `n` answers, the query's random generator seeded with `seed`.
+    ///
+    /// # Errors
+    /// [`PreviewError`] for `n` outside `1..=MAX_ANSWERS`, an unknown class, an input the
+    /// device refuses, a model failure.
+    pub fn explain(
+        &mut self,
+        x: &[f32],
+        query: &profile::Query,
+        desired: Option<usize>,
+        options: Options,
+        n: usize,
+        seed: u64,
+    ) -> Result<DeviceExplanation, PreviewError> {
+        if !(1..=MAX_ANSWERS).contains(&n) {
+            return Err(PreviewError::Answers { n });
+        }
+        let classes = self.classes.len();
+        let desired_class = match desired {
+            Some(d) if d >= classes || d > usize::from(u8::MAX) => {
+                return Err(PreviewError::UnknownClass { index: d, classes });
+            }
+            Some(d) => Some(d as u8),
+            None => None,
+        };
+        let device_query = query.resize(self.host.schema()).map_err(PreviewError::Query)?;
+        let options = Options { desired: desired_class, ..options };
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+        let model = self.bundle.model();
+        let mut out: heapless::Vec<cent_nostd::atlas::Counterfactual, MAX_ANSWERS> = heapless::Vec::new();
+        let summary =
+            self.device.explain(&model, x, &device_query, options, &mut rng, &mut out).map_err(PreviewError::Device)?;
+        let fact = self.class_out(x)?;
+        let targets: Vec<usize> = match desired {
+            Some(d) => vec![d],
+            None => (0..classes).filter(|&c| c != fact.index).collect(),
+        };
+        let tree = self.bundle.atlas.tree(usize::from(summary.anchor));
+        let schema = self.host.schema();
+        let mut answers = Vec::with_capacity(n);
+        for (k, cf) in out.iter().take(n).enumerate() {
+            let x_new = cf.x.as_slice();
+            let judged = self.class_out(x_new)?;
+            let source = if cf.leaf == NO_REGION { Source::Person } else { Source::Region { leaf: cf.leaf } };
+            let rules = match (source, tree) {
+                (Source::Region { leaf }, Some(tree)) => self.host.rules(tree, leaf, x_new),
+                _ => Vec::new(),
+            };
+            answers.push(DeviceAnswer {
+                rank: k + 1,
+                source,
+                device_class: cf.class.map(|c| self.class_name(usize::from(c))),
+                confirmed: targets.contains(&judged.index),
+                model: judged,
+                cost: if cf.leaf == NO_REGION { 0.0 } else { f64::from(cf.cost) / f64::from(SCALE) },
+                l0: counterfactual::changed_features(schema, x, x_new).count(),
+                agreement: self.host.agreement_of(x, x_new, &targets),
+                rules,
+                changes: self.host.changes(x, x_new),
+                violation: counterfactual::check(schema, query, x, x_new).err().map(|v| self.violation(v)),
+                unseen_values: self.host.support().unseen(x, x_new).0,
+                broken_links: self.host.support().broken(x, x_new),
+                encoded: x_new.to_vec(),
+            });
+        }
+        Ok(DeviceExplanation {
+            fact,
+            device_fact: self.class_name(usize::from(summary.fact)),
+            desired: desired.map(|d| self.class_name(d)),
+            anchor: summary.anchor,
+            examined: summary.examined,
+            rejected: summary.rejected,
+            options,
+            seed,
+            answers,
+            not_found: summary.not_found.map(reason),
+        })
+    }
+
+    fn class_out(&self, x: &[f32]) -> Result<ClassOut, ModelError> {
+        let p = self.model.probabilities(x)?;
+        let index = (0..p.len()).fold(0, |best, i| if p[i] > p[best] { i } else { best });
+        Ok(ClassOut { index, name: self.class_name(index), probability: p.get(index).copied().unwrap_or(0.0) })
+    }
+
+    fn class_name(&self, c: usize) -> String {
+        self.classes.get(c).cloned().unwrap_or_else(|| format!("class {c}"))
+    }
+
+    /// A violation with the feature's name.
+    fn violation(&self, v: counterfactual::Violation) -> String {
+        let text = v.to_string();
+        match self.names.get(usize::from(v.feature)) {
+            Some(name) => text.replacen(&format!("feature {}", v.feature), &format!("`{name}`"), 1),
+            None => text,
+        }
+    }
+}
