@@ -41,6 +41,8 @@ pub enum PreviewError {
     Answers { n: usize },
     #[error("class index {index} is out of range (the model has {classes} classes)")]
     UnknownClass { index: usize, classes: usize },
+    #[error("the desired class `{class}` is already the device's decision for this query")]
+    DesiredIsCurrent { class: String },
     #[error("the query's constraints do not fit the device: {0}")]
     Query(cent_nostd::schema::SchemaError),
     #[error("the device explainer: {0}")]
@@ -211,8 +213,13 @@ impl<'a> Preview<'a> {
         let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
         let model = self.bundle.model();
         let mut out: heapless::Vec<cent_nostd::atlas::Counterfactual, MAX_ANSWERS> = heapless::Vec::new();
-        let summary =
-            self.device.explain(&model, x, &device_query, options, &mut rng, &mut out).map_err(PreviewError::Device)?;
+        let summary = match self.device.explain(&model, x, &device_query, options, &mut rng, &mut out) {
+            Ok(summary) => summary,
+            Err(cent_nostd::atlas::ExplainError::Target) if let Some(d) = desired => {
+                return Err(PreviewError::DesiredIsCurrent { class: self.class_name(d) });
+            }
+            Err(e) => return Err(PreviewError::Device(e)),
+        };
         let fact = self.class_out(x)?;
         let targets: Vec<usize> = match desired {
             Some(d) => vec![d],

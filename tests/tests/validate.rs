@@ -385,6 +385,9 @@ fn test_preview_gives_the_devices_answers_judged_on_the_host() {
         preview.explain(x, &query, Some(2), Options::default(), 1, 0),
         Err(PreviewError::UnknownClass { .. })
     ));
+    let fact = a.model.classify(x)[0];
+    let err = preview.explain(x, &query, Some(fact), Options::default(), 1, 0).unwrap_err();
+    assert!(matches!(err, PreviewError::DesiredIsCurrent { .. }), "{err}");
 }
 
 /// The query's own constraints reach the device, and an answer the full-precision model does
