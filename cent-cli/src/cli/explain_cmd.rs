@@ -7,7 +7,7 @@ use cent_host::artifacts::Artifacts;
 use cent_host::blackbox::BlackBox;
 use cent_host::constraints::{self, Labels, Overrides};
 use cent_host::data::{Attribute, Encoding, ValueSupport};
-use cent_host::explain::{ClassOut, Config, ExplainError, Explainer, Explanation, Realization};
+use cent_host::explain::{Change, ClassOut, Config, ExplainError, Explainer, Explanation, Realization};
 use cent_host::preview::{DeviceExplanation, MAX_ANSWERS, Preview, Source};
 use cent_host::profile::Query;
 use cent_host::validate;
@@ -349,13 +349,7 @@ fn print_device(label: &str, d: &DeviceExplanation) -> Result<()> {
             c.l0,
             c.agreement
         )?;
-        let width = c.changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
-        for ch in &c.changes {
-            outln!("       {:width$}  {} -> {}", ch.feature, ch.before_text(), ch.after_text())?;
-        }
-        if !c.rules.is_empty() {
-            outln!("       region: {}", c.rules.join("; "))?;
-        }
+        print_changes(&c.changes, &c.rules)?;
         if let Some(v) = &c.violation {
             outln!("       breaks a constraint: {v}")?;
         }
@@ -366,6 +360,18 @@ fn print_device(label: &str, d: &DeviceExplanation) -> Result<()> {
                 c.broken_links
             )?;
         }
+    }
+    Ok(())
+}
+
+/// An answer's changes, aligned, and the region it lies in.
+fn print_changes(changes: &[Change], rules: &[String]) -> Result<()> {
+    let width = changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
+    for ch in changes {
+        outln!("       {:width$}  {} -> {}", ch.feature, ch.before_text(), ch.after_text())?;
+    }
+    if !rules.is_empty() {
+        outln!("       region: {}", rules.join("; "))?;
     }
     Ok(())
 }
@@ -538,13 +544,7 @@ fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<(
             c.cost,
             c.l0
         )?;
-        let width = c.changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
-        for ch in &c.changes {
-            outln!("       {:width$}  {} -> {}", ch.feature, ch.before_text(), ch.after_text())?;
-        }
-        if !c.rules.is_empty() {
-            outln!("       region: {}", c.rules.join("; "))?;
-        }
+        print_changes(&c.changes, &c.rules)?;
     }
     Ok(())
 }
