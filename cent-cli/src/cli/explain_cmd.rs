@@ -335,8 +335,12 @@ fn print_device(label: &str, d: &DeviceExplanation) -> Result<()> {
             Source::Region { .. } => format!("a region of the anchor's tree (cost {:.3})", c.cost),
             Source::Person => "from a person the anchor carries, pared down".to_string(),
         };
-        let verdict = if c.confirmed {
+        // The probability the workstation's answers need: the device aims at it with its lead.
+        let least = Config::default().min_probability;
+        let verdict = if c.confirmed && c.model.probability >= least {
             "confirmed by the model".to_string()
+        } else if c.confirmed {
+            format!("confirmed by the model, but below the {least} the workstation's answers need")
         } else {
             let device = c.device_class.as_deref().unwrap_or("no class");
             format!("NOT confirmed by the model: the device's classifier said {device}")
