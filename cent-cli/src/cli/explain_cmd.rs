@@ -182,6 +182,11 @@ enum Outcome {
 pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
     check_counts(&args.recourse)?;
     let device_options = device_options(args)?;
+    // A bundle that cannot be read fails before the data and models are loaded.
+    let bundle = match &args.bundle {
+        Some(path) => Some((path, validate::read_bundle(path)?)),
+        None => None,
+    };
     let a = args.data.setup().load()?;
     let enc = &a.prepared.encoding;
     let q = build_query(&args.recourse, &a)?;
@@ -195,10 +200,6 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         super::warn_dominant(&format!("the ONNX model {}", path.display()), &scores, &a);
     }
     let explainer = Explainer::new(enc, model.as_ref(), &a.vae.encoder, &a.prepared.train.data, config)?;
-    let bundle = match &args.bundle {
-        Some(path) => Some((path, validate::read_bundle(path)?)),
-        None => None,
-    };
     let mut device = match (&bundle, device_options) {
         (Some((path, bytes)), Some(options)) => {
             let origin = path.display().to_string();
