@@ -867,4 +867,8 @@ fn test_explain_with_a_bundle_shows_the_devices_answers_judged() {
     }
     let o = toy.run("explain", &["--row", "0", "--bundle", bundle, "--seed", "2"]);
     assert_fails_with(&o, &["toy.cent", "export it again"]);
+    let junk = toy.file("device", "junk.cent", "not a bundle");
+    let o = toy.run("explain", &["--row", "0", "--bundle", junk.to_str().unwrap()]);
+    assert_fails_with(&o, &["junk.cent", "not a valid bundle"]);
+    assert_eq!(o.status.code(), Some(1));
 }
