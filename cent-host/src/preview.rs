@@ -45,6 +45,8 @@ pub enum PreviewError {
     DesiredIsCurrent { class: String },
     #[error("the query's constraints do not fit the device: {0}")]
     Query(cent_nostd::schema::SchemaError),
+    #[error("device option `{name}`: {why}")]
+    Option { name: String, why: String },
     #[error("the device explainer: {0}")]
     Device(cent_nostd::atlas::ExplainError),
     #[error(transparent)]
@@ -134,6 +136,52 @@ pub fn reason(not_found: NotFound) -> &'static str {
         NotFound::Blocked => "the reachable regions leave no feasible value for some feature",
         NotFound::NotConfirmed => "the device's classifier confirmed none of the candidate changes",
     }
+}
+
+/// The names [`options`] knows, in the order of `cent_nostd::atlas::Options`'s fields.
+pub const OPTION_NAMES: [&str; 8] = [
+    "max_search",
+    "lead",
+    "candidates",
+    "compare_calls",
+    "runner_up_calls",
+    "people_calls",
+    "defer_below",
+    "balance_calls",
+];
+
+/// The device's options from `(name, value)` pairs ([`OPTION_NAMES`]), the rest the firmware's
+/// defaults; each value checked as `cent explain --bundle` checks its flag (a count is a whole
+/// number in its field's range, the lead finite and not negative).
+///
+/// # Errors
+/// [`PreviewError::Option`] naming the option: unknown, or a value out of its range.
+pub fn options(named: &[(String, f64)]) -> Result<Options, PreviewError> {
+    let mut o = Options::default();
+    for (name, value) in named {
+        let bad = |why: String| PreviewError::Option { name: name.clone(), why };
+        let count = |lo: u32, hi: u32| -> Result<u32, PreviewError> {
+            if value.fract() == 0.0 && *value >= f64::from(lo) && *value <= f64::from(hi) {
+                Ok(*value as u32)
+            } else {
+                Err(bad(format!("{value} is not a whole number from {lo} to {hi}")))
+            }
+        };
+        let small = |hi: u32| count(0, hi).map(|v| v as u16);
+        match name.as_str() {
+            "max_search" => o.max_search = count(1, 255)? as u8,
+            "candidates" => o.candidates = count(1, cent_nostd::atlas::CANDIDATES as u32)? as u8,
+            "defer_below" => o.defer_below = count(0, 255)? as u8,
+            "compare_calls" => o.compare_calls = small(u32::from(u16::MAX))?,
+            "runner_up_calls" => o.runner_up_calls = small(u32::from(u16::MAX))?,
+            "people_calls" => o.people_calls = small(u32::from(u16::MAX))?,
+            "balance_calls" => o.balance_calls = small(u32::from(u16::MAX))?,
+            "lead" if value.is_finite() && *value >= 0.0 => o.lead = *value as f32,
+            "lead" => return Err(bad(format!("{value} is not a lead in logits (finite, 0 or more)"))),
+            _ => return Err(bad(format!("unknown; the device's options: {}", OPTION_NAMES.join(", ")))),
+        }
+    }
+    Ok(o)
 }
 
 /// A bundle, checked against the artifacts it was exported from, and the host's readers.
@@ -283,6 +331,57 @@ impl<'a> Preview<'a> {
         match self.names.get(usize::from(v.feature)) {
             Some(name) => text.replacen(&format!("feature {}", v.feature), &format!("`{name}`"), 1),
             None => text,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
+        pairs.iter().map(|&(n, v)| (n.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn test_options_by_name_are_set_and_checked() {
+        assert_eq!(options(&[]).unwrap(), Options::default());
+        let o = options(&named(&[
+            ("max_search", 20.0),
+            ("lead", 0.8),
+            ("candidates", 3.0),
+            ("compare_calls", 0.0),
+            ("runner_up_calls", 65535.0),
+            ("people_calls", 7.0),
+            ("defer_below", 255.0),
+            ("balance_calls", 1.0),
+        ]))
+        .unwrap();
+        let want = Options {
+            max_search: 20,
+            lead: 0.8,
+            candidates: 3,
+            compare_calls: 0,
+            runner_up_calls: 65535,
+            people_calls: 7,
+            defer_below: 255,
+            balance_calls: 1,
+            ..Options::default()
+        };
+        assert_eq!(o, want);
+        for (name, value, why) in [
+            ("speed", 1.0, "unknown; the device's options: max_search, lead"),
+            ("candidates", 9.0, "9 is not a whole number from 1 to 8"),
+            ("candidates", 0.0, "0 is not a whole number from 1 to 8"),
+            ("max_search", 256.0, "from 1 to 255"),
+            ("balance_calls", 65536.0, "from 0 to 65535"),
+            ("people_calls", 2.5, "2.5 is not a whole number"),
+            ("defer_below", -1.0, "-1 is not a whole number"),
+            ("lead", -0.1, "-0.1 is not a lead in logits"),
+            ("lead", f64::NAN, "NaN is not a lead in logits"),
+        ] {
+            let err = options(&named(&[(name, value)])).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("device option `{name}`: ")) && err.contains(why), "{err}");
         }
     }
 }

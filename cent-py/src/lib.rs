@@ -20,8 +20,10 @@ use cent_host::blackbox::{BlackBox, ModelKind};
 use cent_host::constraints::{self, Labels, Overrides};
 use cent_host::data::{self, Encoding, fields};
 use cent_host::explain::{ClassOut, Config, Explainer, Explanation};
+use cent_host::preview::{self, DeviceExplanation, Preview};
 use cent_host::results::Writer;
 use cent_host::rows::Input;
+use cent_host::validate;
 use model::PyModel;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -418,6 +420,64 @@ impl Core {
         })
     }
 
+    /// Explains one person as a device running the bundle at `bundle` does (exported from this
+    /// dataset, model and seed): the JSON of [`DeviceAnswer`]. `options` are the device's by name
+    /// ([`preview::OPTION_NAMES`]); `seed` seeds the query's random generator.
+    #[allow(clippy::too_many_arguments)] // reason: the person, the bundle, the request and the device's settings
+    fn explain_on_device(
+        &self,
+        py: Python<'_>,
+        row: Vec<(String, String)>,
+        bundle: PathBuf,
+        request: RequestArgs,
+        options: Vec<(String, f64)>,
+        seed: u64,
+    ) -> PyResult<String> {
+        let request = Request::from(request);
+        if request.min_probability.is_some() {
+            return Err(CentError::new_err(
+                "min_probability sets the workstation's explainer; a device confirms with its lead (options: lead)",
+            ));
+        }
+        if request.n > preview::MAX_ANSWERS {
+            return Err(CentError::new_err(format!(
+                "n {}: a device gives 1 to {} answers",
+                request.n,
+                preview::MAX_ANSWERS
+            )));
+        }
+        py.detach(|| {
+            let options = preview::options(&options).map_err(cent_error)?;
+            let bytes = validate::read_bundle(&bundle).map_err(cent_error)?;
+            let held = lock(&self.held);
+            let (l, explainer) = (held.borrow_owner(), held.borrow_dependent());
+            let enc = &l.artifacts.prepared.encoding;
+            let (_, q, desired) = Core::prepare(enc, explainer.config, &request)?;
+            let x = self.encode_one(enc, &row).map_err(CentError::new_err)?;
+            let model = l.model.as_ref();
+            let p = model.probabilities(&x).map_err(cent_error)?;
+            let index = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
+            let name = enc.classes().get(index).cloned().unwrap_or_default();
+            let decision = ClassOut { index, name, probability: p.get(index).copied().unwrap_or(0.0) };
+            let values = |x: &[f32]| -> Vec<String> {
+                enc.decode(x)
+                    .map(|v| v.into_iter().enumerate().map(|(j, v)| enc.format_value(j, v)).collect())
+                    .unwrap_or_default()
+            };
+            let answer = if desired.is_none() && index == enc.favourable() {
+                DeviceAnswer { decision, already_favourable: true, device: None, values: Vec::new() }
+            } else {
+                let origin = bundle.display().to_string();
+                let mut preview = Preview::new(&bytes, &origin, &l.artifacts, explainer.config.seed, explainer, model)
+                    .map_err(cent_error)?;
+                let d = preview.explain(&x, &q, desired, options, request.n, seed).map_err(cent_error)?;
+                let values = d.answers.iter().map(|a| values(&a.encoded)).collect();
+                DeviceAnswer { decision, already_favourable: false, device: Some(d), values }
+            };
+            serde_json::to_string(&answer).map_err(cent_error)
+        })
+    }
+
     /// Explains every row of a CSV or Parquet file into `out` (JSON Lines, CSV or Parquet by
     /// its extension), as `cent batch`: the summary as JSON.
     #[allow(clippy::too_many_arguments)] // reason: `Explainer.batch`'s file, threading and row options, and the request
@@ -453,6 +513,19 @@ impl Core {
             })
         })
     }
+}
+
+/// One person's outcome on a device ([`Core::explain_on_device`]): the model's decision, and the
+/// device's answers as `cent explain --bundle --format json` gives them, with each answer's full
+/// row of values.
+#[derive(serde::Serialize)]
+struct DeviceAnswer {
+    decision: ClassOut,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    already_favourable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device: Option<DeviceExplanation>,
+    values: Vec<Vec<String>>,
 }
 
 impl Core {

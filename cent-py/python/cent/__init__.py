@@ -90,7 +90,8 @@ class Result:
     """One answer for one person: a counterfactual, or why there is none.
 
     ``status`` is ``"explained"``, ``"already_favourable"`` or ``"not_found"`` (then ``reason``
-    says why). For a counterfactual: ``rank`` (1 is best), ``target`` (the class it reaches) and
+    says why); a device's answer the model does not confirm is ``"unconfirmed"``
+    (:meth:`Explainer.explain_on_device`). For a counterfactual: ``rank`` (1 is best), ``target`` (the class it reaches) and
     ``probability`` (the model's for it), ``cost``, ``l0`` (features changed), ``changes``
     (feature to ``(before, after)``, as the CLI prints them), ``values`` (every feature's value
     after the change), ``realization`` and ``agreement``. ``explanation`` is the whole
@@ -299,6 +300,49 @@ class Explainer:
             out.extend(_results(label, answer))
         return out
 
+    def explain_on_device(
+        self,
+        row: Any,
+        bundle: str | os.PathLike,
+        n: int = 3,
+        desired: str | int | None = None,
+        immutable: Iterable[str] | None = None,
+        increase_only: Iterable[str] | None = None,
+        decrease_only: Iterable[str] | None = None,
+        free: Iterable[str] | None = None,
+        cost: Mapping[str, float] | None = None,
+        seed: int | None = None,
+        **options: float,
+    ) -> Results:
+        """What a device running ``bundle`` (``cent export``, from this dataset, model and seed)
+        tells one person or each row of a DataFrame, as ``cent explain --bundle`` shows it: the
+        bundle's quantized encoder, classifier and atlas run as the firmware runs them, each
+        answer judged by this explainer's model.
+
+        ``n`` is 1 to 3; ``options`` are the device's (``lead``, ``candidates``,
+        ``compare_calls``, ``runner_up_calls``, ``people_calls``, ``defer_below``,
+        ``balance_calls``, ``max_search``; the firmware's defaults otherwise). ``seed`` seeds each
+        query's random generator; by default a row's 0-based position among ``row``'s rows, as
+        in a ``--query`` file (the firmware's query ``i``, test row ``i``, is ``seed=i``).
+
+        An answer the model confirms has status ``"explained"``; one it does not,
+        ``"unconfirmed"`` (``found`` is false): it is what the device would say, never a
+        counterfactual. ``target`` and ``probability`` are the model's class and probability
+        for the answer, ``realization`` is ``"region"`` or ``"person"``, ``explanation`` the
+        device's whole explanation (``device`` in ``cent explain --bundle --format json``). A
+        person the device answers nothing has status ``"not_found"`` and its reason.
+        """
+        out = Results()
+        out.features = self.features
+        request = _options(n, desired, immutable, increase_only, decrease_only, free, cost, None)
+        named = [(str(k), float(v)) for k, v in options.items()]
+        path = os.path.abspath(os.fspath(bundle))
+        for position, (label, fields) in enumerate(_rows(row)):
+            query_seed = position if seed is None else int(seed)
+            answer = json.loads(self._core.explain_on_device(fields, path, request, named, query_seed))
+            out.extend(_device_results(label, answer))
+        return out
+
     def batch(
         self,
         data: Any,
@@ -354,6 +398,26 @@ def _results(label: Any, answer: dict) -> list[Result]:
             realization=cf["realization"], agreement=cf.get("agreement"),
             changes={c["feature"]: (c["before"], c["after"]) for c in cf["changes"]},
             values=values, explanation=explanation, **common,
+        ))
+    return out
+
+
+def _device_results(label: Any, answer: dict) -> list[Result]:
+    decision = answer["decision"]
+    common = dict(row=label, decision=decision["name"], decision_probability=decision["probability"])
+    if answer.get("already_favourable"):
+        return [Result(status="already_favourable", **common)]
+    device = answer["device"]
+    if not device["answers"]:
+        return [Result(status="not_found", reason=device.get("not_found"), explanation=device, **common)]
+    out = []
+    for a, values in zip(device["answers"], answer["values"]):
+        out.append(Result(
+            status="explained" if a["confirmed"] else "unconfirmed", rank=a["rank"],
+            target=a["model"]["name"], probability=a["model"]["probability"], cost=a["cost"], l0=a["l0"],
+            realization=a["source"]["kind"], agreement=a["agreement"],
+            changes={c["feature"]: (c["before"], c["after"]) for c in a["changes"]},
+            values=values, explanation=device, **common,
         ))
     return out
 

@@ -75,6 +75,20 @@ class Explainer:
         cost: Optional[Mapping[str, float]] = None,
         min_probability: Optional[float] = None,
     ) -> Results: ...
+    def explain_on_device(
+        self,
+        row: Any,
+        bundle: Union[str, os.PathLike[str]],
+        n: int = 3,
+        desired: Union[str, int, None] = None,
+        immutable: Optional[Iterable[str]] = None,
+        increase_only: Optional[Iterable[str]] = None,
+        decrease_only: Optional[Iterable[str]] = None,
+        free: Optional[Iterable[str]] = None,
+        cost: Optional[Mapping[str, float]] = None,
+        seed: Optional[int] = None,
+        **options: float,
+    ) -> Results: ...
     def batch(
         self,
         data: Any,
