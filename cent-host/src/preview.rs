@@ -19,7 +19,7 @@ use crate::blackbox::{BlackBox, ModelError};
 use crate::explain::{self, Change, ClassOut};
 use crate::profile;
 use crate::validate::{self, ValidateError};
-use cent_nostd::atlas::{Explainer, NO_REGION, NotFound, Options};
+use cent_nostd::atlas::{Explainer, NO_REGION, NotFound, Options, Summary};
 use cent_nostd::bundle::Bundle;
 use cent_nostd::capacity::NODES;
 use cent_nostd::counterfactual;
@@ -231,7 +231,8 @@ impl<'a> Preview<'a> {
     /// Explains the encoded query `x` as the device does under `query`'s constraints (built
     /// at the host's capacity; the bundle's schema is the same), towards `desired` (a class
     /// index) or any class but the current one, with `options` (its `desired` is replaced),
-    /// up to `n` answers, the query's random generator seeded with `seed`.
+    /// asking for `n` answers as a firmware that passes room for `n` does, the query's random
+    /// generator seeded with `seed`.
     ///
     /// # Errors
     /// [`PreviewError`] for `n` outside `1..=MAX_ANSWERS`, an unknown class, an input the
@@ -258,11 +259,15 @@ impl<'a> Preview<'a> {
         };
         let device_query = query.resize(self.host.schema()).map_err(PreviewError::Query)?;
         let options = Options { desired: desired_class, ..options };
-        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
-        let model = self.bundle.model();
-        let mut out: heapless::Vec<cent_nostd::atlas::Counterfactual, MAX_ANSWERS> = heapless::Vec::new();
-        let summary = match self.device.explain(&model, x, &device_query, options, &mut rng, &mut out) {
-            Ok(summary) => summary,
+        // A firmware asking for `n` answers passes room for `n`: the room is what the explainer
+        // looks for (`asked`), so the preview gives it the same.
+        let run = match n {
+            1 => self.run::<1>(x, &device_query, options, seed),
+            2 => self.run::<2>(x, &device_query, options, seed),
+            _ => self.run::<MAX_ANSWERS>(x, &device_query, options, seed),
+        };
+        let (summary, out) = match run {
+            Ok(done) => done,
             Err(cent_nostd::atlas::ExplainError::Target) if let Some(d) = desired => {
                 return Err(PreviewError::DesiredIsCurrent { class: self.class_name(d) });
             }
@@ -276,7 +281,7 @@ impl<'a> Preview<'a> {
         let tree = self.bundle.atlas.tree(usize::from(summary.anchor));
         let schema = self.host.schema();
         let mut answers = Vec::with_capacity(n);
-        for (k, cf) in out.iter().take(n).enumerate() {
+        for (k, cf) in out.iter().enumerate() {
             let x_new = cf.x.as_slice();
             let judged = self.class_out(x_new)?;
             let source = if cf.leaf == NO_REGION { Source::Person } else { Source::Region { leaf: cf.leaf } };
@@ -313,6 +318,20 @@ impl<'a> Preview<'a> {
             answers,
             not_found: summary.not_found.map(reason),
         })
+    }
+
+    /// The device explainer with room for `K` answers, the query's generator seeded with `seed`.
+    fn run<const K: usize>(
+        &mut self,
+        x: &[f32],
+        query: &cent_nostd::schema::Query,
+        options: Options,
+        seed: u64,
+    ) -> Result<(Summary, Vec<cent_nostd::atlas::Counterfactual>), cent_nostd::atlas::ExplainError> {
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(seed);
+        let mut out: heapless::Vec<cent_nostd::atlas::Counterfactual, K> = heapless::Vec::new();
+        let summary = self.device.explain(&self.bundle.model(), x, query, options, &mut rng, &mut out)?;
+        Ok((summary, out.into_iter().collect()))
     }
 
     fn class_out(&self, x: &[f32]) -> Result<ClassOut, ModelError> {

@@ -378,6 +378,21 @@ fn test_preview_gives_the_devices_answers_judged_on_the_host() {
         }
     }
     assert!(answers >= 60, "the first 40 test rows get most of their answers: {answers}");
+    // Asked for one answer, the device looks for one (its output's room), as a firmware would.
+    let mut differs = 0;
+    for i in 0..40 {
+        let x = a.prepared.test.row(i);
+        let d = preview.explain(x, &query, None, Options::default(), 1, i as u64).unwrap();
+        let mut out: heapless::Vec<_, 1> = heapless::Vec::new();
+        let mut rng = <rand_xoshiro::Xoshiro128PlusPlus as rand_core::SeedableRng>::seed_from_u64(i as u64);
+        device.explain(&b.model(), x, &b.schema.default_query(), Options::default(), &mut rng, &mut out).unwrap();
+        let got: Vec<&[f32]> = d.answers.iter().map(|c| c.encoded.as_slice()).collect();
+        let want: Vec<&[f32]> = out.iter().map(|c| c.x.as_slice()).collect();
+        assert_eq!(got, want, "row {i}");
+        let three = preview.explain(x, &query, None, Options::default(), MAX_ANSWERS, i as u64).unwrap();
+        differs += usize::from(three.answers.first().map(|c| &c.encoded) != d.answers.first().map(|c| &c.encoded));
+    }
+    assert!(differs > 0, "asking for one answer is not asking for three and keeping the first");
     assert!(answers > people);
     let x = a.prepared.test.row(0);
     assert!(matches!(preview.explain(x, &query, None, Options::default(), 4, 0), Err(PreviewError::Answers { n: 4 })));
