@@ -196,12 +196,8 @@ pub fn outcome(
     desired: Option<usize>,
     x: &[f32],
 ) -> Outcome {
-    let decision = match model.probabilities(x) {
-        Ok(p) => {
-            let index = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
-            let name = encoding.classes().get(index).cloned().unwrap_or_default();
-            ClassOut { index, name, probability: p[index] }
-        }
+    let decision = match ClassOut::decision(model, encoding.classes(), x) {
+        Ok(decision) => decision,
         Err(e) => return Outcome::Error(e.to_string()),
     };
     if desired.is_none() && decision.index == encoding.favourable() {

@@ -139,6 +139,20 @@ pub struct ClassOut {
     pub probability: f32,
 }
 
+impl ClassOut {
+    /// The model's decision for `x`: its most probable class (the first on ties), named by
+    /// `classes` (empty past their end), with its probability.
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails on `x`.
+    pub fn decision(model: &dyn BlackBox, classes: &[String], x: &[f32]) -> Result<ClassOut, ModelError> {
+        let p = model.probabilities(x)?;
+        let index = (0..p.len()).fold(0, |best, i| if p[i] > p[best] { i } else { best });
+        let name = classes.get(index).cloned().unwrap_or_default();
+        Ok(ClassOut { index, name, probability: p.get(index).copied().unwrap_or(0.0) })
+    }
+}
+
 /// One changed logical feature.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Change {

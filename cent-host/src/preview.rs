@@ -335,9 +335,7 @@ impl<'a> Preview<'a> {
     }
 
     fn class_out(&self, x: &[f32]) -> Result<ClassOut, ModelError> {
-        let p = self.model.probabilities(x)?;
-        let index = (0..p.len()).fold(0, |best, i| if p[i] > p[best] { i } else { best });
-        Ok(ClassOut { index, name: self.class_name(index), probability: p.get(index).copied().unwrap_or(0.0) })
+        ClassOut::decision(self.model, &self.classes, x)
     }
 
     fn class_name(&self, c: usize) -> String {

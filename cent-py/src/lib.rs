@@ -455,16 +455,13 @@ impl Core {
             let (_, q, desired) = Core::prepare(enc, explainer.config, &request)?;
             let x = self.encode_one(enc, &row).map_err(CentError::new_err)?;
             let model = l.model.as_ref();
-            let p = model.probabilities(&x).map_err(cent_error)?;
-            let index = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
-            let name = enc.classes().get(index).cloned().unwrap_or_default();
-            let decision = ClassOut { index, name, probability: p.get(index).copied().unwrap_or(0.0) };
+            let decision = ClassOut::decision(model, enc.classes(), &x).map_err(cent_error)?;
             let values = |x: &[f32]| -> Vec<String> {
                 enc.decode(x)
                     .map(|v| v.into_iter().enumerate().map(|(j, v)| enc.format_value(j, v)).collect())
                     .unwrap_or_default()
             };
-            let answer = if desired.is_none() && index == enc.favourable() {
+            let answer = if desired.is_none() && decision.index == enc.favourable() {
                 DeviceAnswer { decision, already_favourable: true, device: None, values: Vec::new() }
             } else {
                 let origin = bundle.display().to_string();

@@ -474,10 +474,7 @@ fn values(enc: &Encoding, x: &[f32]) -> Vec<Named> {
 }
 
 fn decision(model: &dyn BlackBox, enc: &Encoding, x: &[f32]) -> Result<ClassOut> {
-    let p = model.probabilities(x)?;
-    let index = (0..p.len()).fold(0, |b, i| if p[i] > p[b] { i } else { b });
-    let name = enc.classes().get(index).cloned().unwrap_or_default();
-    Ok(ClassOut { index, name, probability: p[index] })
+    Ok(ClassOut::decision(model, enc.classes(), x)?)
 }
 
 fn to_json(label: String, enc: &Encoding, decision: Option<ClassOut>, x: Option<&Vec<f32>>, o: Outcome) -> JsonResult {
