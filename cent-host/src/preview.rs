@@ -125,6 +125,11 @@ impl DeviceExplanation {
     pub fn unconfirmed(&self) -> usize {
         self.answers.iter().filter(|a| !a.confirmed).count()
     }
+
+    /// Some answer is a counterfactual: the full-precision model confirms it.
+    pub fn found(&self) -> bool {
+        self.unconfirmed() < self.answers.len()
+    }
 }
 
 /// The reason a device gives for answering nothing, in words.

@@ -356,6 +356,7 @@ fn test_preview_gives_the_devices_answers_judged_on_the_host() {
         assert_eq!(d.anchor, summary.anchor, "row {i}");
         assert_eq!(d.answers.len(), cfs.len(), "row {i}");
         assert_eq!(d.not_found.is_some(), cfs.is_empty(), "row {i}");
+        assert_eq!(d.found(), d.answers.iter().any(|c| c.confirmed), "row {i}");
         let fact = a.model.classify(x)[0];
         assert_eq!(d.fact.index, fact);
         for (got, want) in d.answers.iter().zip(&cfs) {
@@ -438,6 +439,7 @@ fn test_preview_honours_the_query_and_marks_unconfirmed_answers() {
     for i in 0..10 {
         let d = judged.explain(a.prepared.test.row(i), &free, None, Options::default(), MAX_ANSWERS, i as u64).unwrap();
         assert_eq!(d.unconfirmed(), d.answers.len());
+        assert!(!d.found());
         assert!(
             d.answers.iter().all(|c| !c.confirmed && c.model.index == 0 && (c.model.probability - 0.9).abs() < 1e-6)
         );

@@ -241,7 +241,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
                 eprintln!("error: {label}: {e}");
             }
             Outcome::NotFound(_) => not_found += 1,
-            Outcome::Device(d) if d.answers.iter().all(|a| !a.confirmed) => not_found += 1,
+            Outcome::Device(d) if !d.found() => not_found += 1,
             _ => {}
         }
         match args.format {
@@ -328,7 +328,7 @@ fn print_device(label: &str, d: &DeviceExplanation) -> Result<()> {
         d.examined,
         d.rejected
     )?;
-    if d.unconfirmed() == d.answers.len() {
+    if !d.found() {
         outln!("  {}", device_not_found(d))?;
     }
     for c in &d.answers {
@@ -492,7 +492,7 @@ fn to_json(label: String, enc: &Encoding, decision: Option<ClassOut>, x: Option<
         Outcome::Favourable => r.already_favourable = true,
         Outcome::Explained(e) => r.explanation = Some(e),
         Outcome::Device(d) => {
-            if d.answers.iter().all(|a| !a.confirmed) {
+            if !d.found() {
                 r.not_found = Some(device_not_found(&d));
             }
             r.device = Some(d);
