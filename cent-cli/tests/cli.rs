@@ -540,6 +540,54 @@ fn test_batch_streams_every_row_in_order_whatever_the_threads() {
     assert_eq!(std::fs::read_to_string(&limited).unwrap().lines().count(), 5);
 }
 
+/// Columns that are no feature (an identifier, the target, a note) are ignored and named once;
+/// the rows read as they would without them. A feature no column gives fails the file at once,
+/// naming the column close to it, before anything is written.
+#[test]
+fn test_batch_ignores_other_columns_and_refuses_a_missing_feature_at_once() {
+    let t = toy();
+    let (mut plain, mut extra) = (String::from("income,age,job\n"), String::from("id,job,y,income,note,age\n"));
+    for i in 0..12 {
+        let (income, age, job) = (i * 5 % 60, 20 + i, ["clerk", "other", "manager"][i % 3]);
+        plain.push_str(&format!("{income},{age},{job}\n"));
+        extra.push_str(&format!("p{i},{job},0,{income},\"a, b\",{age}\n"));
+    }
+    let run = |case: &str, text: &str| {
+        let input = t.file(case, "people.csv", text);
+        let out = input.with_file_name("out.jsonl");
+        let o = t.run("batch", &["--input", input.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_no_panic(&o);
+        (o, std::fs::read_to_string(&out).ok())
+    };
+    let (o, plain_out) = run("plain", &plain);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("ignored"), "{}", stderr(&o));
+    let (o, extra_out) = run("extra", &extra);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(plain_out.expect("written"), extra_out.expect("written"), "the same answers, row by row");
+    // Named once, unless --quiet.
+    let input = t.file("extra-loud", "people.csv", &extra);
+    let o = Command::new(env!("CARGO_BIN_EXE_cent"))
+        .arg("batch")
+        .args(t.data_args())
+        .args(["--input", input.to_str().unwrap(), "--out", input.with_file_name("out.jsonl").to_str().unwrap()])
+        .args(["--cache", t.cache.to_str().unwrap()])
+        .output()
+        .expect("runs");
+    let e = stderr(&o);
+    assert_eq!(e.matches("people.csv: columns that are no feature, ignored: id, note\n").count(), 1, "{e}");
+
+    let (o, written) = run("typo", &plain.replacen("job", "jobb", 1));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("people.csv: line 1: missing feature(s): job (`jobb` is given: a typo of `job`?)"), "{e}");
+    assert_eq!(e.matches("missing feature").count(), 1, "said once, for the file: {e}");
+    assert!(written.is_none(), "nothing written for a file that cannot be read");
+    let (o, _) = run("twice", &plain.replacen("age", "job", 1));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("people.csv: line 1: feature `job` is given twice"), "{}", stderr(&o));
+}
+
 /// A `cent batch` killed mid-run leaves whole JSON lines of whole chunks: the rows before the
 /// kill, in order, each complete.
 #[test]

@@ -83,6 +83,11 @@ pub struct Summary {
     pub threads: usize,
     /// Wall time of the whole run.
     pub seconds: f64,
+    /// The input's columns that are no feature, which it ignored
+    /// ([`Input::ignored_columns`](crate::rows::Input::ignored_columns); set by the caller that
+    /// opened the input).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored_columns: Vec<String>,
 }
 
 impl Summary {

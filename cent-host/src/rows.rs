@@ -2,10 +2,12 @@
 //! [`batch::run`](crate::batch::run).
 //!
 //! Either format names every feature by its schema name in a header (CSV) or a column (Parquet);
-//! other columns are an error of every row, the schema's target column is ignored. A row that
-//! cannot be read or parsed becomes a [`Row`] holding its reason, naming the file, the row and
-//! the field; the rows after it are still read. Memory holds one record (CSV) or one record
-//! batch (Parquet) at a time.
+//! a feature no column gives (or two give) is an error of the file, found before any row is read
+//! ([`Input::ignored_columns`]); other columns (the schema's target, an identifier, a column the
+//! schema drops) are ignored. Values are read with the schema's `map` and `other`, as its data
+//! are. A row that cannot be read or parsed becomes a [`Row`] holding its reason, naming the
+//! file, the row and the field; the rows after it are still read. Memory holds one record (CSV)
+//! or one record batch (Parquet) at a time.
 //!
 //! A row's [`Row::line`] is its place in the file: the line of a CSV record (the header is line
 //! 1, so the first person is line 2) and the row number of a Parquet row (the first is 1).
@@ -63,6 +65,10 @@ pub enum RowsError {
     Parquet { path: PathBuf, message: String },
     #[error("{path}: no column `{name}`; columns: {columns}")]
     NoColumn { path: PathBuf, name: String, columns: String },
+    /// The columns do not give every feature exactly once (`place`: the CSV header's line, or
+    /// a Parquet file's columns).
+    #[error("{path}: {place}: {error}")]
+    Features { path: PathBuf, place: &'static str, error: fields::FieldError },
 }
 
 /// An opened file of people.
@@ -119,17 +125,35 @@ impl Input {
         }
     }
 
-    /// Every person, encoded by `encoding`, in file order. `target` is the schema's target
-    /// column, ignored when present.
+    /// The columns that are no feature of `encoding`, in file order, ignored by
+    /// [`Input::rows`]; `target` (the schema's target column) is not named among them.
     ///
     /// # Errors
-    /// [`RowsError`] when the file cannot be opened again; a row's own failure is its
-    /// [`Row::x`].
+    /// [`RowsError::Features`] when a feature has no column or two, naming them and the
+    /// columns close to a missing one.
+    pub fn ignored_columns(&self, encoding: &Encoding, target: Option<&str>) -> Result<Vec<String>, RowsError> {
+        let place = match self.format {
+            Format::Csv => "line 1",
+            Format::Parquet => "columns",
+        };
+        fields::check_names(self.columns.iter().map(String::as_str), encoding)
+            .map(|others| others.into_iter().filter(|c| Some(c.as_str()) != target).collect())
+            .map_err(|error| RowsError::Features { path: self.path.clone(), place, error })
+    }
+
+    /// Every person, encoded by `encoding`, in file order. `target` is the schema's target
+    /// column; it and every other column that is no feature are ignored.
+    ///
+    /// # Errors
+    /// [`RowsError`] when the columns do not give every feature once
+    /// ([`Input::ignored_columns`]) or the file cannot be opened again; a row's own failure is
+    /// its [`Row::x`].
     pub fn rows<'a>(
         &'a self,
         encoding: &'a Encoding,
         target: Option<&'a str>,
     ) -> Result<Box<dyn Iterator<Item = Row> + 'a>, RowsError> {
+        self.ignored_columns(encoding, target)?;
         let encode = move |line: usize, fields: Result<Vec<String>, String>| {
             let place = |e: &dyn std::fmt::Display| format!("{}: {} {line}: {e}", self.path.display(), self.unit());
             let x = fields.map_err(|e| place(&e)).and_then(|values| {

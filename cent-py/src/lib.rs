@@ -499,12 +499,14 @@ impl Core {
                 let (config, q, desired) = Core::prepare(enc, explainer.config, &request)?;
                 explainer.config = config;
                 let input = Input::open(&input).map_err(cent_error)?;
+                let ignored = input.ignored_columns(enc, self.target.as_deref()).map_err(cent_error)?;
                 let rows =
                     input.rows(enc, self.target.as_deref()).map_err(cent_error)?.take(limit.unwrap_or(usize::MAX));
                 let options = Options { threads, chunk, desired };
                 let mut sink = Writer::create(&out, enc).map_err(cent_error)?;
-                let summary =
+                let mut summary =
                     batch::run(explainer, l.model.as_ref(), enc, &q, &options, rows, &mut sink).map_err(cent_error)?;
+                summary.ignored_columns = ignored;
                 sink.finish().map_err(cent_error)?;
                 serde_json::to_string(&summary).map_err(cent_error)
             })

@@ -49,6 +49,13 @@ def test_batch_matches_cli(adult, test_frame, cent_bin, cache, tmp_path):
     frame = adult.batch(test_frame.iloc[:60], threads=2)
     assert frame.equals(pd.read_csv(tmp_path / "cli.csv", dtype={"reason": str, "changes": str},
                                     keep_default_na=False, na_values=[""]))
+    # An identifier column is ignored and named in the summary; the answers are the same.
+    tagged = test_frame.iloc[:60].assign(applicant=[f"a{i}" for i in range(60)])
+    summary = adult.batch(tagged, out=tmp_path / "tagged.jsonl", threads=2)
+    assert summary["ignored_columns"] == ["applicant"]
+    assert (tmp_path / "tagged.jsonl").read_bytes() == (tmp_path / "py.jsonl").read_bytes()
+    tagged_one, plain_one = adult.explain(dict(tagged.iloc[0])), adult.explain(dict(test_frame.iloc[0]))
+    assert [r.to_dict() for r in tagged_one] == [r.to_dict() for r in plain_one]
 
 
 def test_onnx_and_schema_match_cli(cent_bin, cache, tmp_path):

@@ -18,8 +18,10 @@ pub struct BatchArgs {
     #[command(flatten)]
     pub data: DataArgs,
     /// CSV (with a header) or Parquet file (`.parquet`, `.pq`) of the people to explain, one
-    /// per row: every feature by its schema name, as for `explain --query`; the schema's target
-    /// column is ignored. Read as a stream: a file of any size.
+    /// per row: every feature by its schema name, as for `explain --query`, its values read with
+    /// the schema's `map` and `other` as the data are; other columns (the schema's target, an
+    /// identifier, a column the schema drops) are ignored and named once. Read as a stream: a
+    /// file of any size.
     #[arg(long)]
     pub input: PathBuf,
     /// Where the results go, in input order, by the name's extension. JSON Lines (`.jsonl`, or
@@ -62,6 +64,10 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     )?;
     let target = target_column(&args.data);
     let input = Input::open(&args.input)?;
+    let ignored = input.ignored_columns(enc, target.as_deref())?;
+    if !ignored.is_empty() && !args.data.quiet {
+        eprintln!("{}: columns that are no feature, ignored: {}", args.input.display(), ignored.join(", "));
+    }
     let total = if args.data.quiet { 0 } else { input.count()?.min(args.limit.unwrap_or(usize::MAX)) };
     let rows = input.rows(enc, target.as_deref())?.take(args.limit.unwrap_or(usize::MAX));
 
@@ -74,7 +80,8 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     );
     let options = Options { threads: args.threads, chunk: args.chunk, desired };
     let mut sink = Writer::create(&args.out, enc)?.on_chunk(|done| bar.set_position(done as u64));
-    let summary = batch::run(&explainer, model.as_ref(), enc, &q, &options, rows, &mut sink)?;
+    let mut summary = batch::run(&explainer, model.as_ref(), enc, &q, &options, rows, &mut sink)?;
+    summary.ignored_columns = ignored;
     sink.finish()?;
     bar.finish_and_clear();
     if !args.data.quiet {

@@ -367,7 +367,10 @@ impl Encoding {
 
     /// Parses a raw value of feature `feature` written by a user: a number within the feature's
     /// range (the schema's `range`, else the training rows' minimum and maximum: outside it the
-    /// value would be scaled outside `[0, 1]`), or a category name.
+    /// value would be scaled outside `[0, 1]`), or a category name. The schema's reading rules
+    /// apply as they do to the data: its `map` renames a value first (a source's code, `1` →
+    /// `female`), and a category the list does not hold goes to its `other` when it has one
+    /// (Adult's `Mexico` → `Other`).
     ///
     /// # Errors
     /// [`LookupError::BadValue`], [`LookupError::OutOfRange`], [`LookupError::UnknownCategory`]
@@ -375,13 +378,17 @@ impl Encoding {
     pub fn parse_value(&self, feature: usize, text: &str) -> Result<Value, LookupError> {
         let a = self.attribute(feature)?;
         let text = text.trim();
+        let text = a.map.get(text).map_or(text, |m| m.trim());
         let bad = |expected: &str| LookupError::BadValue {
             feature: a.name.clone(),
             value: text.to_string(),
             expected: expected.into(),
         };
         match a.kind {
-            core::Kind::Binary | core::Kind::Categorical => self.category_index(feature, text).map(Value::Category),
+            core::Kind::Binary | core::Kind::Categorical => match (self.category_index(feature, text), a.other) {
+                (Err(LookupError::UnknownCategory { .. }), Some(other)) => Ok(Value::Category(other)),
+                (found, _) => found.map(Value::Category),
+            },
             core::Kind::Integer => match text.parse::<f64>() {
                 Ok(v) if v.is_finite() && v.fract() == 0.0 => self.within_range(feature, v),
                 _ => Err(bad("an integer")),
@@ -773,6 +780,31 @@ kind = "continuous"
         assert_eq!(e.format_value(1, Value::Category(2)), "c");
         assert_eq!(e.format_value(3, Value::Number(1.25)), "1.25");
         assert_eq!(e.format_value(0, Value::Number(41.0)), "41");
+    }
+
+    #[test]
+    fn test_values_are_read_with_the_schemas_map_and_other() {
+        // The data write sex as 0 / 1 and jobs beyond `a` and `b` as whatever they are; the
+        // schema's map and other read them, and read a person's fields the same way.
+        let text = SCHEMA
+            .replace(
+                "categories = [\"f\", \"m\"]",
+                "categories = [\"f\", \"m\"]\nmap = { \"0\" = \"f\", \"1\" = \"m\" }",
+            )
+            .replace("cost = 2.0", "cost = 2.0\ncategories = [\"a\", \"b\", \"rest\"]\nother = \"rest\"");
+        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
+        let csv = "age,job,sex,income,y\n20,a,0,0.5,0\n40,b,1,1.5,1\n30,c,m,1.0,0\n60,b,f,2.5,1\n";
+        let input = Input { name: "toy.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
+        let t = Table::read(&schema, &[input]).unwrap();
+        let e = Encoding::fit(&t, &[0, 1, 2]).unwrap();
+        assert_eq!(t.row(0)[2], Value::Category(0));
+        assert_eq!(t.row(2)[1], Value::Category(2), "c is read as rest");
+        for (j, text, want) in
+            [(2, "0", 0), (2, "1", 1), (2, "f", 0), (2, " m ", 1), (1, "c", 2), (1, "zz", 2), (1, "b", 1)]
+        {
+            assert_eq!(e.parse_value(j, text).unwrap(), Value::Category(want), "{text:?}");
+        }
+        assert!(e.parse_value(2, "2").unwrap_err().to_string().starts_with("feature `sex` has no category `2`"));
     }
 
     #[test]

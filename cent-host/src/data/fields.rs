@@ -2,8 +2,9 @@
 //! batch inputs and bindings give them, checked and parsed into the encoding's feature order.
 //!
 //! Rules: every feature of the schema is given, once, by name; numbers lie in the feature's
-//! range and categories are the schema's; the schema's target column may be present and is
-//! ignored; any other name is an error that suggests the close names.
+//! range and categories are the schema's (read with its `map` and `other`, as the data are);
+//! any other name (the schema's target column, an identifier, a column the schema drops) is
+//! ignored. A missing feature is an error that names the given names close to it (a typo).
 
 use super::encoding::{Encoding, LookupError};
 use super::table::Value;
@@ -12,13 +13,11 @@ use super::table::Value;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FieldError {
-    /// A name that is no feature; `hint` lists the close names, else every name.
-    #[error("unknown feature `{name}`; {hint}")]
-    Unknown { name: String, hint: String },
     #[error("feature `{0}` is given twice")]
     Twice(String),
-    #[error("missing feature(s): {}", .0.join(", "))]
-    Missing(Vec<String>),
+    /// Features no name gives; `hint` names the given names close to them (` (`agee` is given: …)`).
+    #[error("missing feature(s): {}{hint}", .missing.join(", "))]
+    Missing { missing: Vec<String>, hint: String },
     /// A value that does not parse or lies outside the feature's range or categories.
     #[error("{0}")]
     Value(String),
@@ -30,48 +29,73 @@ impl From<LookupError> for FieldError {
     }
 }
 
-/// The raw row (one [`Value`] per feature, in the encoding's order) that `fields` give.
-/// `target` is the schema's target column, accepted as a name and ignored.
+/// The names among `names` that are no feature of `encoding` (a reader ignores them), once
+/// every feature is given exactly once.
 ///
 /// # Errors
-/// [`FieldError`] naming the first unknown, repeated or bad feature, or every missing one.
+/// [`FieldError::Twice`] for a feature named twice, [`FieldError::Missing`] naming every
+/// feature no name gives.
+pub fn check_names<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    encoding: &Encoding,
+) -> Result<Vec<String>, FieldError> {
+    let mut given = vec![false; encoding.n_features()];
+    let mut others = Vec::new();
+    for name in names {
+        match encoding.feature_index(name).ok().and_then(|j| given.get_mut(j)) {
+            Some(seen) if *seen => return Err(FieldError::Twice(name.to_string())),
+            Some(seen) => *seen = true,
+            None => others.push(name.to_string()),
+        }
+    }
+    let missing: Vec<&str> =
+        encoding.attributes().iter().zip(&given).filter(|(_, g)| !**g).map(|(a, _)| a.name.as_str()).collect();
+    if missing.is_empty() { Ok(others) } else { Err(missing_error(&missing, &others)) }
+}
+
+/// The raw row (one [`Value`] per feature, in the encoding's order) that `fields` give; names
+/// that are no feature (`target`, the schema's target column, among them) are ignored.
+///
+/// # Errors
+/// [`FieldError`] naming the first repeated or bad feature, or every missing one.
 pub fn parse<'a>(
     fields: impl IntoIterator<Item = (&'a str, &'a str)>,
     encoding: &Encoding,
     target: Option<&str>,
 ) -> Result<Vec<Value>, FieldError> {
     let mut row: Vec<Option<Value>> = vec![None; encoding.n_features()];
+    let mut others = Vec::new();
     for (name, text) in fields {
-        if Some(name) == target {
+        let Some(j) = encoding.feature_index(name).ok().filter(|&j| j < row.len()) else {
+            if Some(name) != target {
+                others.push(name.to_string());
+            }
             continue;
-        }
-        let Ok(j) = encoding.feature_index(name) else {
-            return Err(unknown(name, encoding));
         };
-        let slot = row.get_mut(j).ok_or_else(|| unknown(name, encoding))?;
+        let slot = &mut row[j];
         if slot.is_some() {
             return Err(FieldError::Twice(name.to_string()));
         }
         *slot = Some(encoding.parse_value(j, text)?);
     }
-    let missing: Vec<String> =
-        encoding.attributes().iter().zip(&row).filter(|(_, v)| v.is_none()).map(|(a, _)| a.name.clone()).collect();
+    let missing: Vec<&str> =
+        encoding.attributes().iter().zip(&row).filter(|(_, v)| v.is_none()).map(|(a, _)| a.name.as_str()).collect();
     if !missing.is_empty() {
-        return Err(FieldError::Missing(missing));
+        return Err(missing_error(&missing, &others));
     }
     Ok(row.into_iter().flatten().collect())
 }
 
-/// "unknown feature `x`", with the close names when there are any, else every name.
-fn unknown(name: &str, encoding: &Encoding) -> FieldError {
-    let names: Vec<&str> = encoding.attributes().iter().map(|a| a.name.as_str()).collect();
-    let close: Vec<String> = names.iter().filter(|n| is_close(name, n)).map(|n| format!("`{n}`")).collect();
-    let hint = if close.is_empty() {
-        format!("features: {}", names.join(", "))
-    } else {
-        format!("did you mean {}?", close.join(" or "))
-    };
-    FieldError::Unknown { name: name.to_string(), hint }
+/// "missing feature(s): age", with the given names close to a missing one (`agee`).
+fn missing_error(missing: &[&str], others: &[String]) -> FieldError {
+    let close: Vec<String> = missing
+        .iter()
+        .flat_map(|m| {
+            others.iter().filter(|o| is_close(o, m)).map(move |o| format!("`{o}` is given: a typo of `{m}`?"))
+        })
+        .collect();
+    let hint = if close.is_empty() { String::new() } else { format!(" ({})", close.join("; ")) };
+    FieldError::Missing { missing: missing.iter().map(|m| (*m).to_string()).collect(), hint }
 }
 
 /// Same name but for case, `_`/`-`, or at most two edits apart.
@@ -121,13 +145,40 @@ mod tests {
 
         let mut typo = all.clone();
         typo[0].0 = "agee";
-        assert!(matches!(parse(typo, enc, None), Err(FieldError::Unknown { ref hint, .. }) if hint.contains("`age`")));
+        let e = parse(typo.iter().copied(), enc, None).expect_err("age is missing");
+        assert_eq!(e.to_string(), "missing feature(s): age (`agee` is given: a typo of `age`?)");
+        assert_eq!(check_names(typo.iter().map(|f| f.0), enc), Err(e));
         let mut twice = all.clone();
         twice.push(all[0]);
-        assert_eq!(parse(twice, enc, None), Err(FieldError::Twice(names[0].clone())));
-        assert_eq!(parse(all[1..].iter().copied(), enc, None), Err(FieldError::Missing(vec![names[0].clone()])));
-        let mut with_target = all.clone();
-        with_target.push(("income", "whatever"));
-        assert!(parse(with_target, enc, Some("income")).is_ok());
+        assert_eq!(parse(twice.iter().copied(), enc, None), Err(FieldError::Twice(names[0].clone())));
+        assert_eq!(check_names(twice.iter().map(|f| f.0), enc), Err(FieldError::Twice(names[0].clone())));
+        let e = parse(all[1..].iter().copied(), enc, None).expect_err("age is missing");
+        assert_eq!(e, FieldError::Missing { missing: vec![names[0].clone()], hint: String::new() });
+        assert_eq!(e.to_string(), "missing feature(s): age");
+
+        // Other names are ignored (and named by `check_names`): the target, an identifier, a
+        // column the schema drops.
+        let mut more = all.clone();
+        more.extend([("income", "whatever"), ("id", "17"), ("fnlwgt", "x")]);
+        assert_eq!(parse(more.iter().copied(), enc, Some("income")), parse(all.iter().copied(), enc, None));
+        assert_eq!(check_names(more.iter().map(|f| f.0), enc).expect("every feature"), ["income", "id", "fnlwgt"]);
+    }
+
+    #[test]
+    fn test_values_are_read_with_the_schemas_other() {
+        let table = crate::data::load_adult().expect("adult");
+        let p = crate::data::prepare(table, 0.2, 1).expect("prepares");
+        let enc = &p.encoding;
+        let j = enc.feature_index("native-country").expect("a feature");
+        let other = enc.category_index(j, "Other").expect("a category");
+        // Adult's schema reads every country but the United States as `Other`, in its data and
+        // in a person's fields alike; a feature without `other` still refuses an unknown value.
+        assert_eq!(enc.parse_value(j, "Mexico").expect("read as Other"), Value::Category(other));
+        assert_eq!(enc.parse_value(j, " Other ").expect("its own name"), Value::Category(other));
+        let us = enc.category_index(j, "United-States").expect("a category");
+        assert_eq!(enc.parse_value(j, "United-States").expect("listed"), Value::Category(us));
+        let w = enc.feature_index("workclass").expect("a feature");
+        let e = enc.parse_value(w, "Astronaut").expect_err("no other");
+        assert!(e.to_string().starts_with("feature `workclass` has no category `Astronaut`"), "{e}");
     }
 }

@@ -6,7 +6,7 @@
 
 use super::schema::{FeatureSpec, Filter, FilterValue, Kind, Link, Op, Scalar, Schema, ValueSupport, join};
 use cent_nostd::schema as core;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// The raw value of one feature: a number, or the index of a category.
@@ -36,6 +36,10 @@ pub struct Attribute {
     /// Values that stand for a state, not an amount, with their meaning, ordered by value
     /// (integer features; see the schema's `codes`).
     pub codes: Vec<(i64, String)>,
+    /// The schema's `map`: raw values read as another (a source's code → a category name).
+    pub map: BTreeMap<String, String>,
+    /// The category that takes values the fixed list does not hold (the schema's `other`).
+    pub other: Option<usize>,
 }
 
 /// What happened to the data rows while loading.
@@ -650,11 +654,13 @@ fn attribute(schema: &Schema, spec: &FeatureSpec, categories: Vec<String>) -> Re
         mutability: spec.mutability.into(),
         cost: spec.cost,
         range: spec.range.map(|[a, b]| (a, b)),
-        categories,
         transitions,
         ordered: spec.ordered,
         support: spec.support(),
         codes: spec.parsed_codes().unwrap_or_default(),
+        map: spec.map.clone(),
+        other: spec.other.as_ref().and_then(|o| categories.iter().position(|c| c == o)),
+        categories,
     })
 }
 

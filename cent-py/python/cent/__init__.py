@@ -289,7 +289,7 @@ class Explainer:
 
         A person the model already gives the favourable class gets one result with status
         ``"already_favourable"`` (unless ``desired`` asks for a class); one without an answer
-        gets status ``"not_found"`` and the reason. A bad value, an unknown feature or a bad
+        gets status ``"not_found"`` and the reason. A bad value, a missing feature or a bad
         option raises :class:`CentError` with the CLI's message.
         """
         out = Results()
