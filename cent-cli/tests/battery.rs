@@ -186,10 +186,10 @@ fn cases() -> Vec<Case> {
             &["q.json query 1", "missing", "job"],
         ),
         case(
-            "query-unknown-key",
-            Query("q.json", r#"{"income": 10, "age": 30, "job": "clerk", "height": 180}"#),
+            "query-typo-key",
+            Query("q.json", r#"{"income": 10, "age": 30, "jobb": "clerk", "height": 180}"#),
             1,
-            &["q.json query 1", "height", "income, age, job"],
+            &["q.json query 1", "missing feature(s): job (`jobb` is given: a typo of `job`?)"],
         ),
         case("query-csv-bad-count", Query("q.csv", "income,age,job\n10,30,clerk\n10,30\n"), 1, &["q.csv", "line 3"]),
         case("query-csv-empty", Query("q.csv", ""), 1, &["q.csv"]),

@@ -544,7 +544,7 @@ fn test_batch_streams_every_row_in_order_whatever_the_threads() {
 /// the rows read as they would without them. A feature no column gives fails the file at once,
 /// naming the column close to it, before anything is written.
 #[test]
-fn test_batch_ignores_other_columns_and_refuses_a_missing_feature_at_once() {
+fn test_other_columns_are_ignored_and_named_and_a_missing_feature_refused_at_once() {
     let t = toy();
     let (mut plain, mut extra) = (String::from("income,age,job\n"), String::from("id,job,y,income,note,age\n"));
     for i in 0..12 {
@@ -586,6 +586,24 @@ fn test_batch_ignores_other_columns_and_refuses_a_missing_feature_at_once() {
     let (o, _) = run("twice", &plain.replacen("age", "job", 1));
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("people.csv: line 1: feature `job` is given twice"), "{}", stderr(&o));
+
+    // A query file's keys alike: the same answer, the other keys named once.
+    let tagged = REFUSED.replace('{', r#"{"id": "p7", "note": 3, "#);
+    let explain = |case: &str, text: &str| {
+        let q = t.file(case, "q.json", &format!("[{text}, {text}]"));
+        let o = Command::new(env!("CARGO_BIN_EXE_cent"))
+            .arg("explain")
+            .args(t.data_args())
+            .args(["--query", q.to_str().unwrap(), "--format", "json", "--cache", t.cache.to_str().unwrap()])
+            .output()
+            .expect("runs");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        o
+    };
+    let (plain, tagged) = (explain("q-plain", REFUSED), explain("q-tagged", &tagged));
+    assert_eq!(json(&plain)[0]["explanation"], json(&tagged)[0]["explanation"]);
+    assert!(!stderr(&plain).contains("ignored"), "{}", stderr(&plain));
+    assert_eq!(stderr(&tagged).matches("q.json: keys that are no feature, ignored: id, note\n").count(), 1);
 }
 
 /// A `cent batch` killed mid-run leaves whole JSON lines of whole chunks: the rows before the

@@ -411,8 +411,12 @@ fn queries(args: &ExplainArgs, a: &Artifacts) -> Result<Vec<Labelled>> {
     let enc = &a.prepared.encoding;
     if let Some(path) = &args.query {
         let target = target_column(&args.data);
-        let rows = query::read(path, enc, target.as_deref())?;
-        return Ok(rows
+        let queries = query::read(path, enc, target.as_deref())?;
+        if !queries.ignored.is_empty() && !args.data.quiet {
+            eprintln!("{}: keys that are no feature, ignored: {}", path.display(), queries.ignored.join(", "));
+        }
+        return Ok(queries
+            .rows
             .into_iter()
             .enumerate()
             .map(|(i, r)| {

@@ -1,23 +1,31 @@
 //! Queries given as files: a JSON object (or array of objects) or a CSV with a header, each
 //! mapping feature names to raw values.
 //!
-//! Rules: every feature of the schema is given, by name; numbers lie in the feature's range
-//! (the schema's `range`, else the training rows' minimum and maximum) and categories are the
-//! schema's; the schema's target column may be present and is ignored; any other key is an
-//! error. A file that cannot be parsed at all is one error; a bad query is an error of that
-//! query alone, so the others are still explained.
+//! Rules ([`fields`]): every feature of the schema is given, by name; numbers lie in the
+//! feature's range (the schema's `range`, else the training rows' minimum and maximum) and
+//! categories are the schema's (read with its `map` and `other`); any other key is ignored (the
+//! schema's target column silently, the others named once). A file that cannot be parsed at
+//! all is one error; a bad query is an error of that query alone, so the others are still
+//! explained.
 
 use anyhow::{Context, Result, anyhow, bail};
 use cent_host::data::{Encoding, Value, fields};
 use std::path::Path;
+
+/// The queries of a file, each parsed on its own, and the keys that are no feature.
+pub struct Queries {
+    pub rows: Vec<Result<Vec<Value>>>,
+    /// Keys of any query that are no feature nor the target, ignored, in first-seen order.
+    pub ignored: Vec<String>,
+}
 
 /// Every query in `path` as raw rows in feature order, each parsed on its own. `target` is the
 /// schema's target column, accepted as a key and ignored.
 ///
 /// # Errors
 /// The outer error when the file cannot be read or parsed or holds no query; an inner one per
-/// query with a missing, unknown or bad value, naming the feature.
-pub fn read(path: &Path, encoding: &Encoding, target: Option<&str>) -> Result<Vec<Result<Vec<Value>>>> {
+/// query with a missing, repeated or bad value, naming the feature.
+pub fn read(path: &Path, encoding: &Encoding, target: Option<&str>) -> Result<Queries> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read query file {}", path.display()))?;
     let is_json =
         path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || text.trim_start().starts_with(['{', '[']);
@@ -25,7 +33,14 @@ pub fn read(path: &Path, encoding: &Encoding, target: Option<&str>) -> Result<Ve
     if rows.is_empty() {
         bail!("{}: no query rows", path.display());
     }
-    Ok(rows.into_iter().map(|r| r.and_then(|r| parse_row(&r, encoding, target))).collect())
+    let mut ignored: Vec<String> = Vec::new();
+    for (key, _) in rows.iter().flatten().flatten() {
+        if Some(key.as_str()) != target && encoding.feature_index(key).is_err() && !ignored.contains(key) {
+            ignored.push(key.clone());
+        }
+    }
+    let rows = rows.into_iter().map(|r| r.and_then(|r| parse_row(&r, encoding, target))).collect();
+    Ok(Queries { rows, ignored })
 }
 
 pub type Fields = Vec<(String, String)>;
