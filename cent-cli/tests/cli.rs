@@ -709,6 +709,85 @@ fn toy_parquet(path: &Path, people: &[(f64, i64, &str)]) {
     w.close().expect("close");
 }
 
+/// `--keep` carries input columns into the results, after `line`, in every format; a Parquet
+/// input's other columns are not read (nulls, dates), and the answers are those of the
+/// features alone.
+#[test]
+fn test_batch_keeps_columns_in_every_format_and_reads_only_what_it_needs() {
+    use arrow_array::{ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let t = toy();
+    let jobs = ["clerk", "other", "manager"];
+    let n = 15;
+    let plain = t.file("keep", "plain.parquet", "");
+    let people: Vec<(f64, i64, &str)> = (0..n).map(|i| ((i * 7 % 60) as f64, 20 + i as i64, jobs[i % 3])).collect();
+    toy_parquet(&plain, &people);
+    let columns: [(&str, ArrayRef); 6] = [
+        ("id", Arc::new(Int64Array::from_iter_values((0..n as i64).map(|i| 1000 + i)))),
+        ("when", Arc::new(Date32Array::from_iter((0..n as i32).map(|i| (i % 2 == 0).then_some(i))))),
+        ("job", Arc::new(StringArray::from_iter_values(people.iter().map(|p| p.2)))),
+        ("note", Arc::new(StringArray::from_iter((0..n).map(|i| (i % 3 == 0).then_some("x"))))),
+        ("income", Arc::new(Float64Array::from_iter_values(people.iter().map(|p| p.0)))),
+        ("age", Arc::new(Int64Array::from_iter_values(people.iter().map(|p| p.1)))),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).expect("a batch");
+    let tagged = plain.with_file_name("tagged.parquet");
+    let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&tagged).unwrap(), batch.schema(), None)
+        .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+
+    let run = |input: &Path, out: &str, keep: &[&str]| {
+        let out = input.with_file_name(out);
+        let mut args = vec!["--input", input.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        if !keep.is_empty() {
+            args.extend(["--keep", keep[0]]);
+        }
+        let o = t.run("batch", &args);
+        assert_no_panic(&o);
+        (o, out)
+    };
+    let (o, reference) = run(&plain, "plain.jsonl", &[]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+    let reference = std::fs::read_to_string(reference).unwrap();
+    let (o, kept) = run(&tagged, "kept.jsonl", &["id,note"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+    let kept = std::fs::read_to_string(kept).unwrap();
+    for (i, (a, text)) in reference.lines().zip(kept.lines()).enumerate() {
+        let mut b: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(b["id"], (1000 + i).to_string());
+        assert_eq!(b["note"], if i % 3 == 0 { serde_json::json!("x") } else { serde_json::Value::Null });
+        let start = format!("{{\"line\":{},\"id\":\"{}\",\"note\":", i + 1, 1000 + i);
+        assert!(text.starts_with(&start), "kept columns follow line: {text}");
+        b.as_object_mut().unwrap().retain(|k, _| k != "id" && k != "note");
+        assert_eq!(b, serde_json::from_str::<serde_json::Value>(a).unwrap(), "row {i}: the same answer");
+    }
+    assert_eq!(kept.lines().count(), n);
+
+    let (o, csv_out) = run(&tagged, "kept.csv", &["id"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+    let csv_out = std::fs::read_to_string(csv_out).unwrap();
+    assert!(csv_out.starts_with("line,id,status,"), "{csv_out}");
+    assert!(csv_out.lines().skip(1).all(|l| {
+        let f: Vec<&str> = l.split(',').collect();
+        f[1].parse::<usize>().unwrap() == 1000 + f[0].parse::<usize>().unwrap() - 1
+    }));
+    let (o, pq_out) = run(&tagged, "kept.parquet", &["id"]);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+    for row in read_parquet(&pq_out) {
+        assert_eq!(row["id"].parse::<usize>().unwrap(), 1000 + row["line"].parse::<usize>().unwrap() - 1);
+    }
+
+    let clash = t.file("keep-clash", "people.csv", "income,age,job,status\n10,30,clerk,new\n");
+    let (o, out) = run(&clash, "clash.jsonl", &["status"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the kept column `status` has the name of a results field"), "{}", stderr(&o));
+    assert!(!out.exists());
+    let (o, _) = run(&tagged, "missing.jsonl", &["applicant"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("tagged.parquet: no column `applicant`; columns: id, when, job"), "{}", stderr(&o));
+}
+
 /// Every row of a Parquet file, each column rendered as text ("" for null), by column name.
 fn read_parquet(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
     use arrow_array::Array;

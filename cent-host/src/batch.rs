@@ -20,7 +20,7 @@
 //!     }
 //! }
 //! let query = encoding.to_core_schema().default_query();
-//! let rows = rows.into_iter().enumerate().map(|(i, x)| Row { line: i + 2, x: Ok(x) });
+//! let rows = rows.into_iter().enumerate().map(|(i, x)| Row::new(i + 2, Ok(x)));
 //! let options = Options { threads: 2, chunk: 256, desired: None };
 //! let summary = run(explainer, model, encoding, &query, &options, rows, &mut Count(0))?;
 //! println!("{} rows, {} explained", summary.rows, summary.explained);
@@ -42,6 +42,16 @@ use std::time::Instant;
 pub struct Row {
     pub line: usize,
     pub x: Result<Vec<f32>, String>,
+    /// The values of the input's kept columns ([`Input::keeping`](crate::rows::Input::keeping)),
+    /// as text; `None` where the row could not be read.
+    pub kept: Vec<Option<String>>,
+}
+
+impl Row {
+    /// A row at `line` with no kept columns.
+    pub fn new(line: usize, x: Result<Vec<f32>, String>) -> Row {
+        Row { line, x, kept: Vec::new() }
+    }
 }
 
 /// What became of one row.

@@ -12,6 +12,11 @@
 //! value (numbers as numbers, categories by name). A field that does not apply is empty (CSV)
 //! or null (Parquet).
 //!
+//! Columns of the input carried along ([`Input::keeping`](crate::rows::Input::keeping): an
+//! identifier, say) follow `line`, by their own names and as text: JSON Lines keys, CSV and
+//! Parquet columns (null where a row could not be read). A kept column named as one of the
+//! results' own is refused ([`ResultsError::KeptName`]).
+//!
 //! JSON Lines and CSV are written chunk by chunk and flushed: a run stopped at any point leaves
 //! whole lines of whole chunks. A Parquet file is valid only once [`Writer::finish`] wrote its
 //! footer, so it is written under `<name>.partial` and renamed then; a stopped run leaves no
@@ -88,7 +93,13 @@ pub enum ResultsError {
     Malformed { path: PathBuf, line: usize, message: String },
     #[error("Parquet results cannot go to stdout: give --out a file name")]
     ParquetToStdout,
+    /// A kept input column has the name of one of the results' own fields or columns.
+    #[error("the kept column `{name}` has the name of a results field; rename it in the input")]
+    KeptName { name: String },
 }
+
+/// The JSON Lines keys besides `line`.
+const JSON_KEYS: [&str; 5] = ["decision", "already_favourable", "explanation", "not_found", "error"];
 
 /// The status of an outcome, as the `status` column gives it.
 pub fn status(outcome: &Outcome) -> &'static str {
@@ -113,6 +124,8 @@ fn realization(r: Realization) -> &'static str {
 #[derive(Debug, Serialize)]
 struct Line<'a> {
     line: usize,
+    #[serde(flatten)]
+    kept: Kept<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decision: Option<&'a ClassOut>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -125,10 +138,29 @@ struct Line<'a> {
     error: Option<&'a str>,
 }
 
+/// The kept columns' names and one row's values, as JSON keys.
+#[derive(Debug)]
+struct Kept<'a> {
+    names: &'a [String],
+    values: &'a [Option<String>],
+}
+
+impl Serialize for Kept<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.names.len()))?;
+        for (name, value) in self.names.iter().zip(self.values) {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
 impl<'a> Line<'a> {
-    fn of(row: &Row, outcome: &'a Outcome) -> Self {
+    fn of(row: &'a Row, outcome: &'a Outcome, kept: &'a [String]) -> Self {
         let mut l = Line {
             line: row.line,
+            kept: Kept { names: kept, values: &row.kept },
             decision: None,
             already_favourable: false,
             explanation: None,
@@ -157,18 +189,20 @@ impl<'a> Line<'a> {
 /// One table row: an input row and one of its counterfactuals (or none).
 struct Flat<'a> {
     line: usize,
+    kept: &'a [Option<String>],
     outcome: &'a Outcome,
     cf: Option<&'a Counterfactual>,
 }
 
 impl<'a> Flat<'a> {
     /// The table rows of one outcome.
-    fn of(row: &Row, outcome: &'a Outcome) -> Vec<Flat<'a>> {
+    fn of(row: &'a Row, outcome: &'a Outcome) -> Vec<Flat<'a>> {
+        let flat = |cf| Flat { line: row.line, kept: &row.kept, outcome, cf };
         match outcome {
             Outcome::Explained { explanation, .. } if !explanation.counterfactuals.is_empty() => {
-                explanation.counterfactuals.iter().map(|cf| Flat { line: row.line, outcome, cf: Some(cf) }).collect()
+                explanation.counterfactuals.iter().map(|cf| flat(Some(cf))).collect()
             }
-            _ => vec![Flat { line: row.line, outcome, cf: None }],
+            _ => vec![flat(None)],
         }
     }
 
@@ -209,6 +243,8 @@ enum Out {
 /// Writes a batch's results in input order; a [`Sink`] for [`batch::run`](crate::batch::run).
 pub struct Writer<'a> {
     encoding: &'a Encoding,
+    /// Names of the input columns carried along.
+    kept: Vec<String>,
     /// `-` for stdout.
     path: PathBuf,
     out: Out,
@@ -224,11 +260,20 @@ impl std::fmt::Debug for Writer<'_> {
 }
 
 impl<'a> Writer<'a> {
-    /// A writer to `path` (`-`: stdout) in the format its name says ([`Format::of`]).
+    /// A writer to `path` (`-`: stdout) in the format its name says ([`Format::of`]), with the
+    /// input columns `kept` ([`Input::kept_columns`](crate::rows::Input::kept_columns)) after
+    /// `line`.
     ///
     /// # Errors
-    /// [`ResultsError`] when the file cannot be created, or Parquet is asked for stdout.
-    pub fn create(path: &Path, encoding: &'a Encoding) -> Result<Writer<'a>, ResultsError> {
+    /// [`ResultsError`] when a kept column has a results name, the file cannot be created, or
+    /// Parquet is asked for stdout.
+    pub fn create(path: &Path, encoding: &'a Encoding, kept: &[String]) -> Result<Writer<'a>, ResultsError> {
+        let ours =
+            COLUMNS.iter().chain(&JSON_KEYS).map(|c| c.to_string()).chain(cf_names(encoding)).collect::<Vec<_>>();
+        if let Some(name) = kept.iter().find(|k| ours.contains(k)) {
+            return Err(ResultsError::KeptName { name: name.clone() });
+        }
+        let kept = kept.to_vec();
         let io = |source| ResultsError::Io { path: path.to_path_buf(), source };
         let stdout = path == Path::new("-");
         let sink = |p: &Path| -> Result<Box<dyn Write>, ResultsError> {
@@ -238,7 +283,10 @@ impl<'a> Writer<'a> {
             Format::JsonLines => Out::Lines(sink(path)?),
             Format::Csv => {
                 let mut w = csv::Writer::from_writer(sink(path)?);
-                let header = COLUMNS.iter().map(|c| c.to_string()).chain(cf_names(encoding));
+                let header = std::iter::once("line".to_string())
+                    .chain(kept.iter().cloned())
+                    .chain(COLUMNS[1..].iter().map(|c| c.to_string()))
+                    .chain(cf_names(encoding));
                 w.write_record(header).map_err(|e| io(e.into()))?;
                 Out::Csv(Box::new(w))
             }
@@ -250,7 +298,7 @@ impl<'a> Writer<'a> {
                 name.push(".partial");
                 let partial = PathBuf::from(name);
                 let file = File::create(&partial).map_err(io)?;
-                let columns = Box::new(Columns::new(encoding));
+                let columns = Box::new(Columns::new(encoding, &kept));
                 let props = WriterProperties::builder()
                     .set_compression(Compression::SNAPPY)
                     .set_max_row_group_row_count(Some(PARQUET_ROW_GROUP))
@@ -260,7 +308,7 @@ impl<'a> Writer<'a> {
                 Out::Parquet { writer: Box::new(writer), columns, partial }
             }
         };
-        Ok(Writer { encoding, path: path.to_path_buf(), out, pending: Vec::new(), on_chunk: None })
+        Ok(Writer { encoding, kept, path: path.to_path_buf(), out, pending: Vec::new(), on_chunk: None })
     }
 
     /// Calls `f` with the number of rows done after each chunk is written.
@@ -292,7 +340,7 @@ impl Sink for Writer<'_> {
     fn row(&mut self, row: &Row, outcome: &Outcome) -> io::Result<()> {
         match &mut self.out {
             Out::Lines(_) => {
-                serde_json::to_writer(&mut self.pending, &Line::of(row, outcome))?;
+                serde_json::to_writer(&mut self.pending, &Line::of(row, outcome, &self.kept))?;
                 self.pending.push(b'\n');
             }
             Out::Csv(w) => {
@@ -343,8 +391,9 @@ fn csv_record(flat: &Flat<'_>, encoding: &Encoding) -> Vec<String> {
     let opt = |v: Option<String>| v.unwrap_or_default();
     let decision = flat.decision();
     let cf = flat.cf;
-    let mut record = vec![
-        flat.line.to_string(),
+    let mut record = vec![flat.line.to_string()];
+    record.extend(flat.kept.iter().map(|k| opt(k.clone())));
+    record.extend([
         status(flat.outcome).to_string(),
         opt(flat.reason().map(str::to_string)),
         opt(decision.map(|d| d.name.clone())),
@@ -357,7 +406,7 @@ fn csv_record(flat: &Flat<'_>, encoding: &Encoding) -> Vec<String> {
         opt(cf.map(|c| realization(c.realization).to_string())),
         opt(cf.and_then(|c| c.agreement).map(|a| a.to_string())),
         opt(flat.changes()),
-    ];
+    ]);
     let values = cf.and_then(|c| cf_values(c, encoding));
     for j in 0..encoding.n_features() {
         record.push(opt(values.as_ref().and_then(|v| v.get(j)).map(|&v| encoding.format_value(j, v))));
@@ -369,6 +418,8 @@ fn csv_record(flat: &Flat<'_>, encoding: &Encoding) -> Vec<String> {
 struct Columns {
     schema: Arc<ArrowSchema>,
     line: UInt64Builder,
+    /// One per kept input column.
+    kept: Vec<StringBuilder>,
     text: [StringBuilder; 6],
     decision_probability: Float32Builder,
     rank: UInt32Builder,
@@ -394,9 +445,10 @@ const REALIZATION: usize = 4;
 const CHANGES: usize = 5;
 
 impl Columns {
-    fn new(encoding: &Encoding) -> Columns {
-        let mut fields = vec![
-            Field::new("line", DataType::UInt64, false),
+    fn new(encoding: &Encoding, kept: &[String]) -> Columns {
+        let mut fields = vec![Field::new("line", DataType::UInt64, false)];
+        fields.extend(kept.iter().map(|k| Field::new(k, DataType::Utf8, true)));
+        fields.extend([
             Field::new("status", DataType::Utf8, false),
             Field::new("reason", DataType::Utf8, true),
             Field::new("decision", DataType::Utf8, true),
@@ -409,7 +461,7 @@ impl Columns {
             Field::new("realization", DataType::Utf8, true),
             Field::new("agreement", DataType::Float32, true),
             Field::new("changes", DataType::Utf8, true),
-        ];
+        ]);
         let mut features = Vec::new();
         for (a, name) in encoding.attributes().iter().zip(cf_names(encoding)) {
             if a.categories.is_empty() {
@@ -423,6 +475,7 @@ impl Columns {
         Columns {
             schema: Arc::new(ArrowSchema::new(fields)),
             line: UInt64Builder::new(),
+            kept: kept.iter().map(|_| StringBuilder::new()).collect(),
             text: std::array::from_fn(|_| StringBuilder::new()),
             decision_probability: Float32Builder::new(),
             rank: UInt32Builder::new(),
@@ -439,6 +492,9 @@ impl Columns {
         let cf = flat.cf;
         let small = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         self.line.append_value(flat.line as u64);
+        for (b, k) in self.kept.iter_mut().zip(flat.kept) {
+            b.append_option(k.as_deref());
+        }
         self.text[STATUS].append_value(status(flat.outcome));
         self.text[REASON].append_option(flat.reason());
         self.text[DECISION].append_option(decision.map(|d| d.name.as_str()));
@@ -469,9 +525,10 @@ impl Columns {
     /// The rows pushed since the last call, as a record batch.
     fn finish(&mut self) -> Result<RecordBatch, arrow_schema::ArrowError> {
         let [status, reason, decision, class, realization, changes] = &mut self.text;
-        let mut arrays: Vec<ArrayRef> = vec![
-            Arc::new(self.line.finish()),
-            Arc::new(status.finish()),
+        let mut arrays: Vec<ArrayRef> = vec![Arc::new(self.line.finish())];
+        arrays.extend(self.kept.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
+        arrays.extend([
+            Arc::new(status.finish()) as ArrayRef,
             Arc::new(reason.finish()),
             Arc::new(decision.finish()),
             Arc::new(self.decision_probability.finish()),
@@ -483,7 +540,7 @@ impl Columns {
             Arc::new(realization.finish()),
             Arc::new(self.agreement.finish()),
             Arc::new(changes.finish()),
-        ];
+        ]);
         for column in &mut self.features {
             arrays.push(match column {
                 FeatureColumn::Number(b) => Arc::new(b.finish()),

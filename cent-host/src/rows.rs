@@ -24,14 +24,16 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
+use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// A row's place in the file and its fields as text, or why it has none.
-type Fields = (usize, Result<Vec<String>, String>);
+/// A row's place in the file and its fields as text (`None`: a Parquet null where one is
+/// allowed), or why it has none.
+type Fields = (usize, Result<Vec<Option<String>>, String>);
 
 /// Record batch size of Parquet reads: the rows held in memory at once.
 const PARQUET_BATCH: usize = 1024;
@@ -77,6 +79,8 @@ pub struct Input {
     path: PathBuf,
     format: Format,
     columns: Vec<String>,
+    /// Columns carried into each row's [`Row::kept`] ([`Input::keeping`]).
+    keep: Vec<usize>,
 }
 
 impl Input {
@@ -90,7 +94,31 @@ impl Input {
             Format::Csv => csv_reader(path)?.1,
             Format::Parquet => parquet_builder(path)?.schema().fields().iter().map(|f| f.name().clone()).collect(),
         };
-        Ok(Input { path: path.to_path_buf(), format, columns })
+        Ok(Input { path: path.to_path_buf(), format, columns, keep: Vec::new() })
+    }
+
+    /// Carries the columns `names` of every row, as text, into its [`Row::kept`] (an
+    /// identifier to join the results on, say); a column may also be a feature.
+    ///
+    /// # Errors
+    /// [`RowsError::NoColumn`] naming a column the file does not have, and the file's columns.
+    pub fn keeping(mut self, names: &[String]) -> Result<Input, RowsError> {
+        self.keep = names.iter().map(|n| self.position(n)).collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// The names given to [`Input::keeping`], in order.
+    pub fn kept_columns(&self) -> Vec<String> {
+        self.keep.iter().map(|&c| self.columns[c].clone()).collect()
+    }
+
+    /// Index of column `name`.
+    fn position(&self, name: &str) -> Result<usize, RowsError> {
+        self.columns.iter().position(|c| c == name).ok_or_else(|| RowsError::NoColumn {
+            path: self.path.clone(),
+            name: name.to_string(),
+            columns: self.columns.join(", "),
+        })
     }
 
     pub fn format(&self) -> Format {
@@ -154,19 +182,28 @@ impl Input {
         target: Option<&'a str>,
     ) -> Result<Box<dyn Iterator<Item = Row> + 'a>, RowsError> {
         self.ignored_columns(encoding, target)?;
-        let encode = move |line: usize, fields: Result<Vec<String>, String>| {
+        let encode = move |line: usize, fields: Result<Vec<Option<String>>, String>| {
             let place = |e: &dyn std::fmt::Display| format!("{}: {} {line}: {e}", self.path.display(), self.unit());
+            let kept = match &fields {
+                Ok(values) => self.keep.iter().map(|&c| values.get(c).cloned().flatten()).collect(),
+                Err(_) => vec![None; self.keep.len()],
+            };
             let x = fields.map_err(|e| place(&e)).and_then(|values| {
-                let named = self.columns.iter().map(String::as_str).zip(values.iter().map(String::as_str));
+                let text = values.iter().map(|v| v.as_deref().unwrap_or(""));
+                let named = self.columns.iter().map(String::as_str).zip(text);
                 fields::parse(named, encoding, target)
                     .map_err(|e| place(&e))
                     .and_then(|raw| encoding.encode_row(&raw).map_err(|e| place(&e)))
             });
-            Row { line, x }
+            Row { line, x, kept }
         };
+        // Only the features and the kept columns are read (a Parquet file's other columns may
+        // hold nulls or types no feature could have); a null is an error in a feature only.
+        let feature: Vec<bool> = self.columns.iter().map(|c| encoding.feature_index(c).is_ok()).collect();
+        let wanted: Vec<usize> = (0..self.columns.len()).filter(|&c| feature[c] || self.keep.contains(&c)).collect();
         Ok(match self.format {
             Format::Csv => Box::new(self.csv_fields()?.map(move |(line, f)| encode(line, f))),
-            Format::Parquet => Box::new(self.parquet_fields()?.map(move |(line, f)| encode(line, f))),
+            Format::Parquet => Box::new(self.parquet_fields(&wanted, feature)?.map(move |(line, f)| encode(line, f))),
         })
     }
 
@@ -176,24 +213,14 @@ impl Input {
     /// # Errors
     /// [`RowsError::NoColumn`] naming a missing column and the file's columns.
     pub fn column_values(&self, by: &[String]) -> Result<HashMap<usize, Vec<String>>, RowsError> {
-        let mut at = Vec::with_capacity(by.len());
-        for name in by {
-            match self.columns.iter().position(|c| c == name) {
-                Some(c) => at.push(c),
-                None => {
-                    return Err(RowsError::NoColumn {
-                        path: self.path.clone(),
-                        name: name.clone(),
-                        columns: self.columns.join(", "),
-                    });
-                }
-            }
-        }
-        let pick = |values: Vec<String>| at.iter().map(|&c| values.get(c).cloned().unwrap_or_default()).collect();
+        let at: Vec<usize> = by.iter().map(|n| self.position(n)).collect::<Result<_, _>>()?;
+        let pick = |values: Vec<Option<String>>| {
+            at.iter().map(|&c| values.get(c).cloned().flatten().unwrap_or_default()).collect()
+        };
         let mut out = HashMap::new();
         let fields: Box<dyn Iterator<Item = Fields>> = match self.format {
             Format::Csv => Box::new(self.csv_fields()?),
-            Format::Parquet => Box::new(self.parquet_fields()?),
+            Format::Parquet => Box::new(self.parquet_fields(&at, vec![true; self.columns.len()])?),
         };
         for (line, values) in fields {
             if let Ok(values) = values {
@@ -225,7 +252,7 @@ impl Input {
                 Ok(r) => {
                     let line = r.position().map_or(fallback, |p| lines.line(p));
                     if r.len() == width {
-                        (line, Ok(r.iter().map(str::to_string).collect()))
+                        (line, Ok(r.iter().map(|f| Some(f.to_string())).collect()))
                     } else {
                         (line, Err(format!("expected {width} fields, found {}", r.len())))
                     }
@@ -234,13 +261,29 @@ impl Input {
         }))
     }
 
-    /// Each Parquet row's number and fields as text (or why it has none).
-    fn parquet_fields(&self) -> Result<ParquetFields, RowsError> {
-        let reader = parquet_builder(&self.path)?
+    /// Each Parquet row's number and fields as text (or why it has none): the columns `wanted`
+    /// (indices), the others not read at all (`None`); a null is an error of its row in a
+    /// column `required` says, else `None`.
+    fn parquet_fields(&self, wanted: &[usize], required: Vec<bool>) -> Result<ParquetFields, RowsError> {
+        let builder = parquet_builder(&self.path)?;
+        let mut wanted = wanted.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), wanted.iter().copied());
+        let reader = builder
+            .with_projection(mask)
             .with_batch_size(PARQUET_BATCH)
             .build()
             .map_err(|e| RowsError::Parquet { path: self.path.clone(), message: e.to_string() })?;
-        Ok(ParquetFields { reader: Some(reader), batch: None, next: 0, line: 0, names: self.columns.clone() })
+        Ok(ParquetFields {
+            reader: Some(reader),
+            batch: None,
+            next: 0,
+            line: 0,
+            names: self.columns.clone(),
+            read: wanted,
+            required,
+        })
     }
 }
 
@@ -313,6 +356,10 @@ struct ParquetFields {
     /// Row number of the last row handed out.
     line: usize,
     names: Vec<String>,
+    /// The columns read (file indices, ascending): a batch's columns, in order.
+    read: Vec<usize>,
+    /// Per column: a null is an error of its row.
+    required: Vec<bool>,
 }
 
 impl Iterator for ParquetFields {
@@ -326,8 +373,21 @@ impl Iterator for ParquetFields {
                 let row = self.next;
                 self.next += 1;
                 self.line += 1;
-                let fields = batch.columns().iter().zip(&self.names).map(|(c, name)| cell(c, row, name)).collect();
-                return Some((self.line, fields));
+                let mut fields = vec![None; self.names.len()];
+                let mut failed = None;
+                for (column, &c) in batch.columns().iter().zip(&self.read) {
+                    if column.is_null(row) && !self.required.get(c).copied().unwrap_or(true) {
+                        continue;
+                    }
+                    match cell(column, row, &self.names[c]) {
+                        Ok(text) => fields[c] = Some(text),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                return Some((self.line, failed.map_or(Ok(fields), Err)));
             }
             match self.reader.as_mut()?.next() {
                 Some(Ok(batch)) => {

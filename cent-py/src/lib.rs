@@ -486,6 +486,7 @@ impl Core {
         threads: usize,
         chunk: usize,
         limit: Option<usize>,
+        keep: Vec<String>,
         request: RequestArgs,
     ) -> PyResult<String> {
         if chunk == 0 {
@@ -498,12 +499,12 @@ impl Core {
                 let enc = &l.artifacts.prepared.encoding;
                 let (config, q, desired) = Core::prepare(enc, explainer.config, &request)?;
                 explainer.config = config;
-                let input = Input::open(&input).map_err(cent_error)?;
+                let input = Input::open(&input).and_then(|i| i.keeping(&keep)).map_err(cent_error)?;
                 let ignored = input.ignored_columns(enc, self.target.as_deref()).map_err(cent_error)?;
                 let rows =
                     input.rows(enc, self.target.as_deref()).map_err(cent_error)?.take(limit.unwrap_or(usize::MAX));
                 let options = Options { threads, chunk, desired };
-                let mut sink = Writer::create(&out, enc).map_err(cent_error)?;
+                let mut sink = Writer::create(&out, enc, &input.kept_columns()).map_err(cent_error)?;
                 let mut summary =
                     batch::run(explainer, l.model.as_ref(), enc, &q, &options, rows, &mut sink).map_err(cent_error)?;
                 summary.ignored_columns = ignored;

@@ -54,6 +54,11 @@ def test_batch_matches_cli(adult, test_frame, cent_bin, cache, tmp_path):
     summary = adult.batch(tagged, out=tmp_path / "tagged.jsonl", threads=2)
     assert summary["ignored_columns"] == ["applicant"]
     assert (tmp_path / "tagged.jsonl").read_bytes() == (tmp_path / "py.jsonl").read_bytes()
+    # ... or carried into the results to join them on.
+    kept = adult.batch(tagged, threads=2, keep="applicant")
+    assert list(kept.columns[:3]) == ["line", "applicant", "status"]
+    assert kept["applicant"].tolist() == [f"a{line - 2}" for line in kept["line"]]
+    assert kept.drop(columns="applicant").equals(frame)
     tagged_one, plain_one = adult.explain(dict(tagged.iloc[0])), adult.explain(dict(test_frame.iloc[0]))
     assert [r.to_dict() for r in tagged_one] == [r.to_dict() for r in plain_one]
 

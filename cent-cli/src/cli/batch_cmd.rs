@@ -35,6 +35,11 @@ pub struct BatchArgs {
     /// Worker threads (0: one per core). The output is the same for any number.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Input columns carried into the results, after `line` and by their own names, as text:
+    /// an identifier to join them on (`--keep applicant_id`), a column to group them by. A
+    /// comma-separated list; a column may also be a feature.
+    #[arg(long, value_delimiter = ',')]
+    pub keep: Vec<String>,
     /// Explain at most this many rows (the first ones).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -63,7 +68,7 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         args.recourse.config(args.data.seed),
     )?;
     let target = target_column(&args.data);
-    let input = Input::open(&args.input)?;
+    let input = Input::open(&args.input)?.keeping(&args.keep)?;
     let ignored = input.ignored_columns(enc, target.as_deref())?;
     if !ignored.is_empty() && !args.data.quiet {
         eprintln!("{}: columns that are no feature, ignored: {}", args.input.display(), ignored.join(", "));
@@ -79,7 +84,8 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         .context("progress bar template")?,
     );
     let options = Options { threads: args.threads, chunk: args.chunk, desired };
-    let mut sink = Writer::create(&args.out, enc)?.on_chunk(|done| bar.set_position(done as u64));
+    let mut sink =
+        Writer::create(&args.out, enc, &input.kept_columns())?.on_chunk(|done| bar.set_position(done as u64));
     let mut summary = batch::run(&explainer, model.as_ref(), enc, &q, &options, rows, &mut sink)?;
     summary.ignored_columns = ignored;
     sink.finish()?;

@@ -161,6 +161,7 @@ enum Command {
     /// Examples:
     ///   cent batch --dataset adult --input people.csv --out recourse.jsonl
     ///   cent batch --schema loans.toml --input applicants.csv --out - --threads 2 --limit 1000
+    ///   cent batch --dataset adult --input people.parquet --keep applicant_id --out recourse.parquet
     #[command(verbatim_doc_comment)]
     Batch(batch_cmd::BatchArgs),
     /// Recourse by group over a batch's results: the burden of recourse an auditor asks about

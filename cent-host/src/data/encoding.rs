@@ -74,6 +74,9 @@ pub enum LookupError {
     BadCost { spec: String },
     #[error("feature `{feature}`: `{value}` is not {expected}")]
     BadValue { feature: String, value: String, expected: String },
+    /// A value the schema reads as missing (an empty field, `?` in Adult's files).
+    #[error("feature `{feature}` is missing ({}); a person is explained with every feature known", if value.is_empty() { "an empty field".to_string() } else { format!("`{value}`") })]
+    Missing { feature: String, value: String },
     #[error(
         "feature `{feature}`: {value} is outside its range [{min}, {max}] (the schema's `range`, else the training rows' minimum and maximum)"
     )]
@@ -378,6 +381,9 @@ impl Encoding {
     pub fn parse_value(&self, feature: usize, text: &str) -> Result<Value, LookupError> {
         let a = self.attribute(feature)?;
         let text = text.trim();
+        if text.is_empty() || a.missing.iter().any(|m| m == text) {
+            return Err(LookupError::Missing { feature: a.name.clone(), value: text.to_string() });
+        }
         let text = a.map.get(text).map_or(text, |m| m.trim());
         let bad = |expected: &str| LookupError::BadValue {
             feature: a.name.clone(),
@@ -805,6 +811,17 @@ kind = "continuous"
             assert_eq!(e.parse_value(j, text).unwrap(), Value::Category(want), "{text:?}");
         }
         assert!(e.parse_value(2, "2").unwrap_err().to_string().starts_with("feature `sex` has no category `2`"));
+        // What the data call missing is missing in a person too, and said so.
+        let text = text.replace("[target]", "[csv]\nmissing = [\"?\"]\n[target]");
+        let schema = Schema::from_toml(&text, "toy.toml").unwrap();
+        let input = Input { name: "toy.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
+        let e = Encoding::fit(&Table::read(&schema, &[input]).unwrap(), &[0, 1, 2]).unwrap();
+        let missing = e.parse_value(1, " ? ").unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "feature `job` is missing (`?`); a person is explained with every feature known"
+        );
+        assert!(e.parse_value(0, "").unwrap_err().to_string().starts_with("feature `age` is missing (an empty field)"));
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub struct Attribute {
     pub map: BTreeMap<String, String>,
     /// The category that takes values the fixed list does not hold (the schema's `other`).
     pub other: Option<usize>,
+    /// Field values that mean "missing" besides the empty field (the schema's `[csv] missing`).
+    pub missing: Vec<String>,
 }
 
 /// What happened to the data rows while loading.
@@ -659,6 +661,7 @@ fn attribute(schema: &Schema, spec: &FeatureSpec, categories: Vec<String>) -> Re
         support: spec.support(),
         codes: spec.parsed_codes().unwrap_or_default(),
         map: spec.map.clone(),
+        missing: schema.csv.missing.clone(),
         other: spec.other.as_ref().and_then(|o| categories.iter().position(|c| c == o)),
         categories,
     })

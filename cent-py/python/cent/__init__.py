@@ -350,6 +350,7 @@ class Explainer:
         threads: int = 2,
         chunk: int = 1024,
         limit: int | None = None,
+        keep: Iterable[str] | None = None,
         n: int = 3,
         desired: str | int | None = None,
         immutable: Iterable[str] | None = None,
@@ -363,7 +364,8 @@ class Explainer:
         ``cent batch``. With ``out`` (``.jsonl``, ``.csv`` or ``.parquet``) the results are
         written there and the summary (counts) is returned; without, the results are returned
         as a DataFrame in ``cent batch``'s CSV layout (``line`` is the input's line: row ``i``
-        of a DataFrame is line ``i + 2``)."""
+        of a DataFrame is line ``i + 2``). ``keep`` names input columns carried into the
+        results after ``line``, as text (an identifier to join them on)."""
         options = _options(n, desired, immutable, increase_only, decrease_only, free, cost, min_probability)
         with tempfile.TemporaryDirectory(prefix="cent-batch-") as tmp:
             if hasattr(data, "to_csv"):
@@ -373,7 +375,7 @@ class Explainer:
                 source = os.path.abspath(os.fspath(data))
             target = os.path.abspath(os.fspath(out)) if out is not None else os.path.join(tmp, "results.csv")
             summary = json.loads(
-                self._core.batch(source, target, int(threads), int(chunk), limit, options)
+                self._core.batch(source, target, int(threads), int(chunk), limit, _names(keep), options)
             )
             if out is not None:
                 return summary

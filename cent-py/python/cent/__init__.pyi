@@ -96,6 +96,7 @@ class Explainer:
         threads: int = 2,
         chunk: int = 1024,
         limit: Optional[int] = None,
+        keep: Optional[Iterable[str]] = None,
         n: int = 3,
         desired: Union[str, int, None] = None,
         immutable: Optional[Iterable[str]] = None,
