@@ -159,7 +159,7 @@ pub fn quantize_mlp(mlp: &layers::Mlp, calibration: &[f32], width: WeightWidth) 
     let mut layers = Vec::with_capacity(mlp.layers.len());
     for (index, (dense, &max_abs)) in mlp.layers.iter().zip(&ranges.outputs).enumerate() {
         let out_scale = activation_scale(max_abs);
-        layers.push(quantize_layer(index, dense, in_scale, out_scale, width)?);
+        layers.push(quantize_layer(index, dense, &ranges.input_means[index], in_scale, out_scale, width)?);
         in_scale = out_scale;
     }
     let quantized = QuantizedMlp { layers, input_scale, output_scale: in_scale };
@@ -207,18 +207,25 @@ fn check_dense(layer: usize, dense: &layers::Dense) -> Result<(), QuantizeError>
     Ok(())
 }
 
-/// Max-abs of the input and of every layer's output over the calibration rows.
+/// Max-abs of the input and of every layer's output over the calibration rows, and the mean
+/// of every layer's input.
 #[derive(Debug)]
 struct Ranges {
     input: f32,
     outputs: Vec<f32>,
+    input_means: Vec<Vec<f64>>,
 }
 
 /// Runs the float reference (softmax replaced by identity logits) over every calibration row.
 fn calibrate(mlp: &layers::Mlp, calibration: &[f32]) -> Result<Ranges, QuantizeError> {
     let logits = logits_model(mlp);
-    let mut ranges = Ranges { input: 0.0, outputs: vec![0.0; logits.layers.len()] };
+    let mut ranges = Ranges {
+        input: 0.0,
+        outputs: vec![0.0; logits.layers.len()],
+        input_means: logits.layers.iter().map(|d| vec![0.0; d.inputs]).collect(),
+    };
     let (mut cur, mut next) = (Vec::new(), Vec::new());
+    let rows = calibration.len() / mlp.inputs();
     for (row, x) in calibration.chunks_exact(mlp.inputs()).enumerate() {
         if !x.iter().all(|v| v.is_finite()) {
             return Err(QuantizeError::CalibrationValue { row });
@@ -226,7 +233,10 @@ fn calibrate(mlp: &layers::Mlp, calibration: &[f32]) -> Result<Ranges, QuantizeE
         ranges.input = ranges.input.max(max_abs(x));
         cur.clear();
         cur.extend_from_slice(x);
-        for (dense, range) in logits.layers.iter().zip(&mut ranges.outputs) {
+        for ((dense, range), mean) in logits.layers.iter().zip(&mut ranges.outputs).zip(&mut ranges.input_means) {
+            for (m, &v) in mean.iter_mut().zip(&cur) {
+                *m += f64::from(v) / rows as f64;
+            }
             dense.forward_into(&cur, &mut next);
             *range = range.max(max_abs(&next));
             std::mem::swap(&mut cur, &mut next);
@@ -260,10 +270,14 @@ fn activation_scale(max_abs: f32) -> f32 {
     (range / quant::I16_MAX as f64) as f32
 }
 
-/// Quantizes one layer given the real steps of its int16 input and output.
+/// Quantizes one layer given the mean of its input over the calibration rows and the real steps
+/// of its int16 input and output. With int8 weights each channel's bias also takes back the
+/// mean its rounded weights move the output by (`Σ (w_q − w) · mean input`), so that rounding
+/// does not shift the layer's outputs on average; int16 weights round too finely to need it.
 fn quantize_layer(
     layer: usize,
     dense: &layers::Dense,
+    input_mean: &[f64],
     in_scale: f32,
     out_scale: f32,
     width: WeightWidth,
@@ -283,13 +297,19 @@ fn quantize_layer(
     };
     for (output, (row, &bias)) in dense.weights.chunks_exact(dense.inputs).zip(&dense.bias).enumerate() {
         let w_scale = weight_scale(row, width);
-        for &w in row {
+        let mut shift_of_mean = 0.0f64;
+        for (&w, &mean) in row.iter().zip(input_mean) {
             let step = quantize_weight(w, w_scale, width);
+            shift_of_mean += (f64::from(step) * w_scale - f64::from(w)) * mean;
             match width {
                 WeightWidth::I8 => q.weights.push(step as i8 as u8),
                 WeightWidth::I16 => q.weights.extend(step.to_le_bytes()),
             }
         }
+        let bias = match width {
+            WeightWidth::I8 => (f64::from(bias) - shift_of_mean) as f32,
+            WeightWidth::I16 => bias,
+        };
         let acc_scale = in_scale as f64 * w_scale;
         let bias_q = quantize_bias(bias, acc_scale, width).ok_or(QuantizeError::BiasRange {
             layer,
