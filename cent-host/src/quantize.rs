@@ -4,7 +4,9 @@
 //! Weights become symmetric int16 or int8 per output channel ([`WeightWidth`]: `[-32767, 32767]`
 //! or `[-127, 127]`, zero point 0); activations are symmetric int16 with one scale per layer
 //! output, taken from the float reference's max-abs over calibration rows plus [`HEADROOM`];
-//! biases are int32 (int64 with int16 weights) at scale `in_scale · w_scale[o]`; each channel
+//! biases are int32 (int64 with int16 weights) at scale `in_scale · w_scale[o]`, and with int8
+//! weights take back the mean shift the rounded weights give the output over the calibration
+//! rows (bias correction: `b − Σ (w_q − w) · mean input`); each channel
 //! gets a Q31 multiplier + shift for `in_scale · w_scale[o] / out_scale`. A softmax
 //! head is exported as identity logits (softmax is monotonic, so argmax is unchanged).
 //!
@@ -436,8 +438,10 @@ mod tests {
         let layer = &q.layers[0];
         assert_eq!(layer.weights, vec![32, (-127i8) as u8]); // 0.25 · 127 = 31.75 -> 32
         assert_eq!(layer.activation, 0);
+        // The bias takes back the rounding's mean shift: (32/127 − 0.25) · mean x0 (0.5).
         let bias = i32::from_le_bytes(layer.bias[..4].try_into().unwrap());
-        assert!((bias as f64 - 0.25 / (s_in / 127.0)).abs() <= 1.0, "bias {bias}");
+        let corrected = 0.25 - (32.0 / 127.0 - 0.25) * 0.5;
+        assert!((bias as f64 - corrected / (s_in / 127.0)).abs() <= 1.0, "bias {bias}");
         let m = i32::from_le_bytes(layer.multiplier[..4].try_into().unwrap());
         let real = quant::multiplier_value(m, layer.shift[0] as i8);
         assert!((real / (s_in / 127.0 / s_out) - 1.0).abs() < 1e-6, "multiplier {real}");
@@ -485,6 +489,37 @@ mod tests {
             }
             assert!(worst16 <= 0.001 * range, "seed {seed}: int16 worst {worst16} range {range}");
             assert!(worst16 * 4.0 <= worst8, "seed {seed}: int16 {worst16} int8 {worst8}");
+        }
+    }
+
+    #[test]
+    fn test_int8_biases_take_back_the_mean_shift_of_rounded_weights() {
+        // One identity layer over inputs with a mean far from 0: rounding each weight to int8
+        // moves every output by `Σ (w_q − w) · x`, on average by its value at the mean input.
+        // The corrected bias takes that back: over the calibration rows the quantized outputs
+        // are off by much less on average than the rounding alone would move them.
+        for seed in 0..5u64 {
+            let mlp = random_mlp(seed, &[12, 6], Activation::Identity);
+            let rows = random_rows(300 + seed, 500, 12);
+            let q = quantize_mlp(&mlp, &rows, WeightWidth::I8).unwrap();
+            let layer = &q.layers[0];
+            let dense = &mlp.layers[0];
+            let mean_in: Vec<f64> =
+                (0..12).map(|i| rows.chunks_exact(12).map(|x| f64::from(x[i])).sum::<f64>() / 500.0).collect();
+            let (mut drift, mut shift) = (vec![0.0f64; 6], vec![0.0f64; 6]);
+            for x in rows.chunks_exact(12) {
+                for (o, (got, want)) in q.forward(x).unwrap().iter().zip(mlp.forward(x)).enumerate() {
+                    drift[o] += f64::from(got - want) / 500.0;
+                }
+            }
+            for (o, shift) in shift.iter_mut().enumerate() {
+                let scale = f64::from(layer.weight_scales[o]);
+                let rounded = layer.weights[o * 12..(o + 1) * 12].iter().map(|&b| f64::from(b as i8) * scale);
+                let weights = dense.weights[o * 12..(o + 1) * 12].iter();
+                *shift = rounded.zip(weights).zip(&mean_in).map(|((q, &w), m)| (q - f64::from(w)) * m).sum();
+            }
+            let worst = |v: &[f64]| v.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+            assert!(worst(&drift) * 4.0 < worst(&shift), "seed {seed}: drift {drift:?}, shift {shift:?}");
         }
     }
 
