@@ -968,6 +968,34 @@ fn test_audit_groups_by_the_schema_protected_features() {
     assert!(!o.status.success() && stderr(&o).contains("protected `income`"), "{}", stderr(&o));
 }
 
+/// `--weights 8` quantizes the encoder to int8 and keeps the classifier int16 (it confirms every
+/// answer); `--classifier-weights 8` takes it to int8 too. Each bundle is smaller than the one
+/// before, says which widths it holds and is one the device explains with.
+#[test]
+fn test_export_weights_set_the_encoder_and_the_classifier_apart() {
+    let toy = toy();
+    let mut sizes = Vec::new();
+    for (name, flags, encoder, classifier) in [
+        ("w16.cent", vec![], "int16", "int16"),
+        ("w8.cent", vec!["--weights", "8"], "int8", "int16"),
+        ("w8c8.cent", vec!["--weights", "8", "--classifier-weights", "8"], "int8", "int8"),
+    ] {
+        let bundle = toy.file("widths", name, "");
+        let mut args = vec!["--out", bundle.to_str().unwrap()];
+        args.extend(flags);
+        let o = toy.run("export", &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        let line = |part: &str| out.lines().find(|l| l.trim_start().starts_with(part)).unwrap_or_default().to_string();
+        assert!(line("encoder").ends_with(&format!("B ({encoder} weights)")), "{out}");
+        assert!(line("classifier").ends_with(&format!("B ({classifier} weights)")), "{out}");
+        sizes.push(std::fs::metadata(&bundle).expect("written").len());
+        let o = toy.run("explain", &["--row", "0", "--bundle", bundle.to_str().unwrap()]);
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{name}: {}", stderr(&o));
+    }
+    assert!(sizes[0] > sizes[1] && sizes[1] > sizes[2], "{sizes:?}");
+}
+
 /// `cent explain --bundle`: the device's answers, each with the full-precision model's verdict,
 /// in text and JSON; device options without a bundle, workstation options with one, more
 /// answers than the device gives, and a bundle of another seed are refused with the reason.

@@ -18,7 +18,6 @@ use cent_lab::evaluate::{Bench, Config};
 use cent_lab::metrics::Reference;
 use cent_nostd::atlas::{CHANGE_PENALTY, Counterfactual, Explainer, Options};
 use cent_nostd::bundle::Bundle;
-use cent_nostd::encoder::WeightWidth;
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 
@@ -34,7 +33,7 @@ fn main() {
     let setup = Setup { source: Source::Builtin(dataset.clone()), model: kind, cache, seed };
     let a = setup.load().expect("artifacts");
     let params = AtlasParams { seed, ..AtlasParams::default() };
-    let e = export::export(&a, params, WeightWidth::I16).expect("export");
+    let e = export::export(&a, params, export::Widths::I16).expect("export");
     let bundle = Bundle::from_bytes(&e.bytes).expect("bundle");
     let bench = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(100, seed)).expect("bench");
     let factuals = bench.factuals().expect("factuals");

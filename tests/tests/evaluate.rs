@@ -48,7 +48,7 @@ fn test_the_atlas_is_measured_like_every_method() {
     let bytes = cent_host::export::write_bundle(
         a,
         cent_host::atlas::AtlasParams { seed: 1, ..Default::default() },
-        cent_nostd::encoder::WeightWidth::I16,
+        cent_host::export::Widths::I16,
     )
     .expect("export");
     let bare = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(20, 5)).expect("labels");

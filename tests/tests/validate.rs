@@ -8,10 +8,10 @@
 mod common;
 
 use cent_host::atlas::AtlasParams;
+use cent_host::export::Widths;
 use cent_host::export::{self, Export};
 use cent_host::validate::{self, Report, Settings, ValidateError};
 use cent_nostd::bundle::{BundleError, HEADER_LEN};
-use cent_nostd::encoder::WeightWidth;
 use common::{SEED, adult};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -23,7 +23,7 @@ const LIMIT: usize = 300;
 fn bundle() -> &'static Export {
     static E: OnceLock<Export> = OnceLock::new();
     E.get_or_init(|| {
-        export::export(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }, WeightWidth::I16).expect("export")
+        export::export(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }, Widths::I16).expect("export")
     })
 }
 
@@ -62,7 +62,7 @@ fn test_adult_mlp_bundle_fits_64_kb_and_sizes_add_up() {
 #[test]
 fn test_export_is_deterministic() {
     let again =
-        export::write_bundle(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }, WeightWidth::I16).unwrap();
+        export::write_bundle(adult(), AtlasParams { seed: SEED, ..AtlasParams::default() }, Widths::I16).unwrap();
     assert!(again == bundle().bytes, "same artifacts and seed give the same bytes");
 }
 
@@ -229,7 +229,7 @@ fn test_the_anchors_people_answer_where_no_region_does() {
     let features = adult().prepared.encoding.to_core_schema().features().len();
     assert_eq!(e.atlas.people.len(), 32 * 4 * (1 + 2 * features));
     let params = AtlasParams { seed: SEED, people: 0, ..AtlasParams::default() };
-    let without = export::export(adult(), params, WeightWidth::I16).expect("export without people");
+    let without = export::export(adult(), params, Widths::I16).expect("export without people");
     assert!(without.atlas.people.is_empty() && without.sizes.people == 1, "an empty part: its length byte");
     let a = adult();
     let run = |bytes: &[u8]| {

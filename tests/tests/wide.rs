@@ -9,11 +9,10 @@ use cent_host::artifacts::{Artifacts, Setup, Source};
 use cent_host::atlas::AtlasParams;
 use cent_host::blackbox::ModelKind;
 use cent_host::explain::{self, Explainer};
-use cent_host::export::{ExportError, export};
+use cent_host::export::{ExportError, Widths, export};
 use cent_host::support::Support;
 use cent_lab::evaluate::{Bench, Config, MethodKind};
 use cent_nostd::counterfactual;
-use cent_nostd::encoder::WeightWidth;
 
 fn load(source: Source) -> Artifacts {
     Setup { source, model: ModelKind::Mlp, cache: common::cache(), seed: common::SEED }
@@ -64,7 +63,7 @@ fn evaluate(a: &Artifacts, factuals: usize) {
 }
 
 fn assert_export_refused(a: &Artifacts, columns: usize) {
-    match export(a, AtlasParams::default(), WeightWidth::I16) {
+    match export(a, AtlasParams::default(), Widths::I16) {
         Err(e @ ExportError::Device { .. }) => {
             let text = e.to_string();
             let figure = format!("{columns} encoded columns (the device holds at most 64)");

@@ -235,7 +235,7 @@ fn evaluate_pair(
                 "--method atlas runs a device bundle, which carries a built-in --model (lr or mlp), not an ONNX one"
             );
         }
-        Some(cent_host::export::write_bundle(a, args.atlas.params(args.data.seed), args.atlas.weights.width())?)
+        Some(cent_host::export::write_bundle(a, args.atlas.params(args.data.seed), args.atlas.widths())?)
     } else {
         None
     };

@@ -6,7 +6,7 @@ use super::explain_cmd::Format;
 use anyhow::{Context, Result, bail};
 use cent_host::artifacts::Artifacts;
 use cent_host::atlas::AtlasParams;
-use cent_host::export::{self, Export};
+use cent_host::export::{self, Export, Widths};
 use cent_host::surrogate::TreeParams;
 use cent_host::validate::{self, PathStats, Report, Settings};
 use cent_nostd::atlas::Options;
@@ -21,12 +21,17 @@ const ALL: [&str; 4] = ["adult", "compas", "credit", "heloc"];
 /// How the atlas and the bundle are built.
 #[derive(Debug, Clone, Args)]
 pub struct AtlasArgs {
-    /// Bits of each quantized weight of the encoder and classifier. 16: the device's answer
-    /// equals the full-precision path's on 99.8-100 % of test rows of the built-in datasets; 8:
-    /// their weights take half the bytes (2.3 KB less on Adult) but agree on 81-98 % (63 % on
-    /// Adult's MLP of seed 2).
+    /// Bits of each quantized weight of the VAE encoder (and of the classifier, with
+    /// --classifier-weights 8). 16: the device's answer equals the full-precision path's on
+    /// 99.8-100 % of test rows of the built-in datasets; 8: the encoder's weights take half the
+    /// bytes (1.5 KB less on Adult) and the answers agree on 99.0-99.9 %.
     #[arg(long, value_enum, default_value_t = Weights::Bits16)]
     pub weights: Weights,
+    /// Bits of each quantized weight of the classifier, which confirms every answer: 16 keeps
+    /// its verdicts near the decision boundary; 8 saves 0.03-0.75 KB more (Adult: 0.75 KB) but
+    /// the answers agree with full precision on 84-98 % of test rows (and 88-99 % on seed 2).
+    #[arg(long, value_enum, default_value_t = Weights::Bits16)]
+    pub classifier_weights: Weights,
     /// Anchors (one tree each) in the atlas, shared evenly by the classes; at most 64.
     #[arg(long, default_value_t = AtlasParams::default().anchors)]
     pub anchors: usize,
@@ -60,11 +65,18 @@ pub enum Weights {
 }
 
 impl Weights {
-    pub(super) fn width(self) -> WeightWidth {
+    fn width(self) -> WeightWidth {
         match self {
             Weights::Bits16 => WeightWidth::I16,
             Weights::Bits8 => WeightWidth::I8,
         }
+    }
+}
+
+impl AtlasArgs {
+    /// The bundle's weight widths (`--weights`, `--classifier-weights`).
+    pub(super) fn widths(&self) -> Widths {
+        Widths { encoder: self.weights.width(), classifier: self.classifier_weights.width() }
     }
 }
 
@@ -191,7 +203,7 @@ pub struct ValidateArgs {
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
     built_in_only(&args.data)?;
     let a = args.data.setup().load()?;
-    let e = export::export(&a, args.atlas.params(args.data.seed), args.atlas.weights.width())?;
+    let e = export::export(&a, args.atlas.params(args.data.seed), args.atlas.widths())?;
     std::fs::write(&args.out, &e.bytes).with_context(|| format!("cannot write {}", args.out.display()))?;
     print_export(&args.out, &e)?;
     if let (Some(n), Some(path)) = (args.queries, &args.queries_out) {
@@ -221,8 +233,22 @@ fn print_export(path: &Path, e: &Export) -> Result<()> {
         e.atlas.max_nodes(),
         e.test_fidelity
     )?;
+    // The networks' weight widths, as `--weights` and `--classifier-weights` chose them.
+    let width = |q: Option<&cent_host::quantize::QuantizedMlp>| {
+        let code = q.and_then(|q| q.layers.first()).map(|l| l.weight_width);
+        match code.and_then(WeightWidth::from_code) {
+            Some(WeightWidth::I8) => " (int8 weights)",
+            Some(WeightWidth::I16) => " (int16 weights)",
+            None => "",
+        }
+    };
     for (part, bytes) in e.sizes.rows() {
-        outln!("  {part:<10} {bytes:>7} B")?;
+        let note = match part {
+            "encoder" => width(Some(&e.encoder)),
+            "classifier" => width(e.classifier.as_ref()),
+            _ => "",
+        };
+        outln!("  {part:<10} {bytes:>7} B{note}")?;
     }
     let s = e.support;
     let thinned = if s.thinned > 0 { format!(", {} of them thinned to 256", s.thinned) } else { String::new() };
@@ -305,7 +331,7 @@ fn validate_file(args: &ValidateArgs, path: &Path, settings: Settings) -> Result
 fn validate_fresh(args: &ValidateArgs, name: &str, settings: Settings) -> Result<Report> {
     let data = DataArgs { dataset: name.to_string(), data: None, schema: None, ..args.data.clone() };
     let a = data.setup().load()?;
-    let e = export::export(&a, args.atlas.params(settings.seed), args.atlas.weights.width())?;
+    let e = export::export(&a, args.atlas.params(settings.seed), args.atlas.widths())?;
     let path = std::env::temp_dir().join(format!("cent-validate-{name}-{}.cent", std::process::id()));
     std::fs::write(&path, &e.bytes).with_context(|| format!("cannot write {}", path.display()))?;
     let result = validate::read_bundle(&path).map(|bytes| validate::validate(&bytes, name, &a, settings));
