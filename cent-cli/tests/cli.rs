@@ -783,6 +783,13 @@ fn test_batch_keeps_columns_in_every_format_and_reads_only_what_it_needs() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("the kept column `status` has the name of a results field"), "{}", stderr(&o));
     assert!(!out.exists());
+    let (o, _) = run(&tagged, "date.jsonl", &["when"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("column `when` is Date32; a kept column is text, a number or a boolean"),
+        "{}",
+        stderr(&o)
+    );
     let (o, _) = run(&tagged, "missing.jsonl", &["applicant"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("tagged.parquet: no column `applicant`; columns: id, when, job"), "{}", stderr(&o));

@@ -4,8 +4,8 @@
 //! Either format names every feature by its schema name in a header (CSV) or a column (Parquet);
 //! a feature no column gives (or two give) is an error of the file, found before any row is read
 //! ([`Input::ignored_columns`]); other columns (the schema's target, an identifier, a column the
-//! schema drops) are ignored. Values are read with the schema's `map` and `other`, as its data
-//! are. A row that cannot be read or parsed becomes a [`Row`] holding its reason, naming the
+//! schema drops) are ignored, and [`Input::keeping`] carries named ones into each row as text.
+//! Values are read with the schema's `map`, `other` and missing markers, as its data are. A row that cannot be read or parsed becomes a [`Row`] holding its reason, naming the
 //! file, the row and the field; the rows after it are still read. Memory holds one record (CSV)
 //! or one record batch (Parquet) at a time.
 //!
@@ -71,6 +71,9 @@ pub enum RowsError {
     /// a Parquet file's columns).
     #[error("{path}: {place}: {error}")]
     Features { path: PathBuf, place: &'static str, error: fields::FieldError },
+    /// A Parquet column to keep whose type is not read as text.
+    #[error("{path}: column `{name}` is {kind}; a kept column is text, a number or a boolean")]
+    KeptType { path: PathBuf, name: String, kind: String },
 }
 
 /// An opened file of people.
@@ -101,9 +104,23 @@ impl Input {
     /// identifier to join the results on, say); a column may also be a feature.
     ///
     /// # Errors
-    /// [`RowsError::NoColumn`] naming a column the file does not have, and the file's columns.
+    /// [`RowsError::NoColumn`] naming a column the file does not have, and the file's columns;
+    /// [`RowsError::KeptType`] for a Parquet column that is not text, a number or a boolean.
     pub fn keeping(mut self, names: &[String]) -> Result<Input, RowsError> {
         self.keep = names.iter().map(|n| self.position(n)).collect::<Result<_, _>>()?;
+        if self.format == Format::Parquet && !self.keep.is_empty() {
+            let schema = parquet_builder(&self.path)?.schema().clone();
+            for &c in &self.keep {
+                let field = schema.field(c);
+                if !readable(field.data_type()) {
+                    return Err(RowsError::KeptType {
+                        path: self.path.clone(),
+                        name: field.name().clone(),
+                        kind: field.data_type().to_string(),
+                    });
+                }
+            }
+        }
         Ok(self)
     }
 
@@ -405,6 +422,18 @@ impl Iterator for ParquetFields {
                     return None;
                 }
             }
+        }
+    }
+}
+
+/// Whether [`cell`] reads a column of this type.
+fn readable(kind: &DataType) -> bool {
+    match kind {
+        DataType::Dictionary(_, values) => readable(values),
+        k => {
+            matches!(k, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean)
+                || k.is_integer()
+                || matches!(k, DataType::Float32 | DataType::Float64)
         }
     }
 }
