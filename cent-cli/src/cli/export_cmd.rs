@@ -21,8 +21,8 @@ const ALL: [&str; 4] = ["adult", "compas", "credit", "heloc"];
 /// How the atlas and the bundle are built.
 #[derive(Debug, Clone, Args)]
 pub struct AtlasArgs {
-    /// Bits of each quantized weight of the VAE encoder (and of the classifier, with
-    /// --classifier-weights 8). 16: the device's answer equals the full-precision path's on
+    /// Bits of each quantized weight of the VAE encoder (the classifier's are
+    /// --classifier-weights). 16: the device's answer equals the full-precision path's on
     /// 99.8-100 % of test rows of the built-in datasets; 8: the encoder's weights take half the
     /// bytes (1.5 KB less on Adult) and the answers agree on 99.0-99.9 %.
     #[arg(long, value_enum, default_value_t = Weights::Bits16)]
