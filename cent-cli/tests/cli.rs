@@ -709,6 +709,32 @@ fn toy_parquet(path: &Path, people: &[(f64, i64, &str)]) {
     w.close().expect("close");
 }
 
+/// A query or input file that cannot be opened, or an output directory that does not exist,
+/// fails at once: nothing is trained into an empty cache first.
+#[test]
+fn test_unreadable_files_fail_before_the_models_load() {
+    let t = toy();
+    let d = dir("fail-early");
+    let cache = d.join("empty-cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let missing = d.join("nobody.csv");
+    let people = t.file("fail-early", "people.csv", "income,age,job\n10,30,clerk\n");
+    let data = t.data_args();
+    let data: Vec<&str> = data.iter().map(String::as_str).collect();
+    for (args, needle) in [
+        (vec!["explain", "--query", missing.to_str().unwrap()], "cannot read query file"),
+        (vec!["batch", "--input", missing.to_str().unwrap(), "--out", "-"], "cannot read"),
+        (vec!["batch", "--input", people.to_str().unwrap(), "--out", "/nonexistent-dir/out.jsonl"], "no directory"),
+    ] {
+        let all = [&args[..1], &data[..], &args[1..]].concat();
+        let o = cent(&all, &cache);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        let trained = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(trained, 0, "{args:?}: nothing is trained");
+    }
+}
+
 /// `--keep` carries input columns into the results, after `line`, in every format; a Parquet
 /// input's other columns are not read (nulls, dates), and the answers are those of the
 /// features alone.

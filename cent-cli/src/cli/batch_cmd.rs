@@ -55,6 +55,12 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     if args.chunk == 0 {
         return Err(super::usage("--chunk 0: must be at least 1"));
     }
+    // The files are checked before the models load (a first run trains them).
+    let input = Input::open(&args.input)?.keeping(&args.keep)?;
+    let parent = args.out.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+        anyhow::bail!("--out {}: no directory {}", args.out.display(), dir.display());
+    }
     let a = args.data.setup().load()?;
     let enc = &a.prepared.encoding;
     let q = build_query(&args.recourse, &a)?;
@@ -68,7 +74,6 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         args.recourse.config(args.data.seed),
     )?;
     let target = target_column(&args.data);
-    let input = Input::open(&args.input)?.keeping(&args.keep)?;
     let ignored = input.ignored_columns(enc, target.as_deref())?;
     if !ignored.is_empty() && !args.data.quiet {
         eprintln!("{}: columns that are no feature, ignored: {}", args.input.display(), ignored.join(", "));

@@ -2,7 +2,7 @@
 
 use super::export_cmd::{self, DeviceArgs};
 use super::{DataArgs, query};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use cent_host::artifacts::Artifacts;
 use cent_host::blackbox::BlackBox;
 use cent_host::constraints::{self, Labels, Overrides};
@@ -187,6 +187,10 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         Some(path) => Some((path, validate::read_bundle(path)?)),
         None => None,
     };
+    // So does a query file that cannot be opened.
+    if let Some(path) = &args.query {
+        std::fs::File::open(path).with_context(|| format!("cannot read query file {}", path.display()))?;
+    }
     let a = args.data.setup().load()?;
     let enc = &a.prepared.encoding;
     let q = build_query(&args.recourse, &a)?;
