@@ -709,8 +709,8 @@ fn toy_parquet(path: &Path, people: &[(f64, i64, &str)]) {
     w.close().expect("close");
 }
 
-/// A query or input file that cannot be opened, or an output directory that does not exist,
-/// fails at once: nothing is trained into an empty cache first.
+/// A query or input file that cannot be opened, or an output directory that does not exist
+/// (`batch`, `export`), fails at once: nothing is trained into an empty cache first.
 #[test]
 fn test_unreadable_files_fail_before_the_models_load() {
     let t = toy();
@@ -725,6 +725,7 @@ fn test_unreadable_files_fail_before_the_models_load() {
         (vec!["explain", "--query", missing.to_str().unwrap()], "cannot read query file"),
         (vec!["batch", "--input", missing.to_str().unwrap(), "--out", "-"], "cannot read"),
         (vec!["batch", "--input", people.to_str().unwrap(), "--out", "/nonexistent-dir/out.jsonl"], "no directory"),
+        (vec!["export", "--out", "/nonexistent-dir/toy.cent"], "--out /nonexistent-dir/toy.cent: no directory"),
     ] {
         let all = [&args[..1], &data[..], &args[1..]].concat();
         let o = cent(&all, &cache);

@@ -57,10 +57,7 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     }
     // The files are checked before the models load (a first run trains them).
     let input = Input::open(&args.input)?.keeping(&args.keep)?;
-    let parent = args.out.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(dir) = parent.filter(|d| !d.is_dir()) {
-        anyhow::bail!("--out {}: no directory {}", args.out.display(), dir.display());
-    }
+    super::out_dir_exists("--out", &args.out)?;
     let a = args.data.setup().load()?;
     let enc = &a.prepared.encoding;
     let q = build_query(&args.recourse, &a)?;

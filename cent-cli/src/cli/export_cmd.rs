@@ -202,6 +202,12 @@ pub struct ValidateArgs {
 /// `cent export`.
 pub fn export(args: &ExportArgs) -> Result<ExitCode> {
     built_in_only(&args.data)?;
+    super::out_dir_exists("--out", &args.out)?;
+    for (flag, path) in [("--queries-out", &args.queries_out), ("--expected-out", &args.expected_out)] {
+        if let Some(path) = path {
+            super::out_dir_exists(flag, path)?;
+        }
+    }
     let a = args.data.setup().load()?;
     let e = export::export(&a, args.atlas.params(args.data.seed), args.atlas.widths())?;
     std::fs::write(&args.out, &e.bytes).with_context(|| format!("cannot write {}", args.out.display()))?;

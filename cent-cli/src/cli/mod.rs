@@ -96,6 +96,15 @@ pub fn usage(message: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(Usage(message.to_string()))
 }
 
+/// Fails when the directory a file flag writes into does not exist (`-`, stdout, and a bare
+/// name pass), so that a long run does not end on a path it cannot write.
+pub fn out_dir_exists(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => anyhow::bail!("{flag} {}: no directory {}", path.display(), dir.display()),
+        _ => Ok(()),
+    }
+}
+
 /// Counterfactual explanations for any classifier: "what is the smallest feasible change that
 /// flips this decision?" (the CEnt method: VAE-latent neighbours, an entropy decision tree,
 /// Dijkstra over the tree, constraint-respecting contrasts).
