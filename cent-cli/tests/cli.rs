@@ -1026,6 +1026,9 @@ fn test_export_weights_set_the_encoder_and_the_classifier_apart() {
         sizes.push(std::fs::metadata(&bundle).expect("written").len());
         let o = toy.run("explain", &["--row", "0", "--bundle", bundle.to_str().unwrap()]);
         assert!(matches!(o.status.code(), Some(0 | 3)), "{name}: {}", stderr(&o));
+        let o = toy.run("validate", &["--bundle", bundle.to_str().unwrap(), "--limit", "10"]);
+        let widths = format!("bytes (encoder {encoder}, classifier {classifier})");
+        assert!(stdout(&o).contains(&widths), "{name}: {}\n{}", stdout(&o), stderr(&o));
     }
     assert!(sizes[0] > sizes[1] && sizes[1] > sizes[2], "{sizes:?}");
 }

@@ -279,6 +279,10 @@ pub struct Report {
     pub bytes: usize,
     pub anchors: usize,
     pub max_tree_nodes: usize,
+    /// Bits of the encoder's weights (of its first layer: 16 or 8).
+    pub encoder_bits: usize,
+    /// Bits of the classifier's weights; `None` for a bundle without one.
+    pub classifier_bits: Option<usize>,
     pub queries: usize,
     pub latent: LatentError,
     /// Share of queries where the quantized and the f32 path pick the same anchor.
@@ -525,6 +529,8 @@ impl Accumulators {
             bytes,
             anchors: b.atlas.len(),
             max_tree_nodes: (0..b.atlas.len()).filter_map(|a| b.atlas.tree(a)).map(Tree::len).max().unwrap_or(0),
+            encoder_bits: weight_bits(&b.encoder).unwrap_or(0),
+            classifier_bits: b.classifier.as_ref().and_then(weight_bits),
             queries,
             latent: summarize_latent(&self.relative, &self.cosine),
             anchor_agreement: rate(self.same_anchor),
@@ -537,6 +543,11 @@ impl Accumulators {
             options,
         }
     }
+}
+
+/// Bits of a network's weights, read from its first layer.
+fn weight_bits(mlp: &cent_nostd::encoder::Mlp<'_>) -> Option<usize> {
+    mlp.layers().first().map(|l| 8 * l.weight_width().bytes())
 }
 
 fn bits(x: &[f32]) -> Vec<u32> {

@@ -346,11 +346,13 @@ fn validate_fresh(args: &ValidateArgs, name: &str, settings: Settings) -> Result
 }
 
 fn print_report(r: &Report) -> Result<()> {
+    let classifier = r.classifier_bits.map_or_else(|| "no classifier".to_string(), |b| format!("classifier int{b}"));
     outln!(
-        "{} ({}): {} bytes, {} anchors, trees of at most {} nodes; {} test queries",
+        "{} ({}): {} bytes (encoder int{}, {classifier}), {} anchors, trees of at most {} nodes; {} test queries",
         r.bundle,
         r.name,
         r.bytes,
+        r.encoder_bits,
         r.anchors,
         r.max_tree_nodes,
         r.queries
