@@ -5,6 +5,7 @@ import json
 import pickle
 
 import pandas as pd
+import pytest
 
 import cent
 from conftest import REPO, cli_explain, run_cli
@@ -59,6 +60,11 @@ def test_batch_matches_cli(adult, test_frame, cent_bin, cache, tmp_path):
     assert list(kept.columns[:3]) == ["line", "applicant", "status"]
     assert kept["applicant"].tolist() == [f"a{line - 2}" for line in kept["line"]]
     assert kept.drop(columns="applicant").equals(frame)
+    # A feature the DataFrame lacks is named at once, the DataFrame's column close to it too.
+    with pytest.raises(cent.CentError, match=r"^the DataFrame's columns: missing feature\(s\): sex \(`sexx` is given"):
+        adult.batch(test_frame.iloc[:5].rename(columns={"sex": "sexx"}))
+    with pytest.raises(cent.CentError, match="no column `nobody`"):
+        adult.batch(test_frame.iloc[:5], keep="nobody")
     tagged_one, plain_one = adult.explain(dict(tagged.iloc[0])), adult.explain(dict(test_frame.iloc[0]))
     assert [r.to_dict() for r in tagged_one] == [r.to_dict() for r in plain_one]
 

@@ -374,9 +374,15 @@ class Explainer:
             else:
                 source = os.path.abspath(os.fspath(data))
             target = os.path.abspath(os.fspath(out)) if out is not None else os.path.join(tmp, "results.csv")
-            summary = json.loads(
-                self._core.batch(source, target, int(threads), int(chunk), limit, _names(keep), options)
-            )
+            try:
+                summary = json.loads(
+                    self._core.batch(source, target, int(threads), int(chunk), limit, _names(keep), options)
+                )
+            except CentError as e:
+                if not hasattr(data, "to_csv"):
+                    raise
+                # The DataFrame went through a temporary file: name the DataFrame, not the file.
+                raise CentError(str(e).replace(f"{source}: line 1: ", "the DataFrame's columns: ")) from None
             if out is not None:
                 return summary
             import pandas as pd
