@@ -376,8 +376,9 @@ impl Encoding {
     /// (Adult's `Mexico` → `Other`).
     ///
     /// # Errors
-    /// [`LookupError::BadValue`], [`LookupError::OutOfRange`], [`LookupError::UnknownCategory`]
-    /// or [`LookupError::Index`].
+    /// [`LookupError::Missing`] for a value the schema reads as missing (an empty field, one of
+    /// its `missing` markers), [`LookupError::BadValue`], [`LookupError::OutOfRange`],
+    /// [`LookupError::UnknownCategory`] or [`LookupError::Index`].
     pub fn parse_value(&self, feature: usize, text: &str) -> Result<Value, LookupError> {
         let a = self.attribute(feature)?;
         let text = text.trim();

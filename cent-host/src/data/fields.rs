@@ -64,11 +64,12 @@ pub fn parse<'a>(
     target: Option<&str>,
 ) -> Result<Vec<Value>, FieldError> {
     let mut row: Vec<Option<Value>> = vec![None; encoding.n_features()];
-    let mut others = Vec::new();
+    // Borrowed: a batch row's other columns cost nothing unless a feature is missing.
+    let mut others: Vec<&str> = Vec::new();
     for (name, text) in fields {
         let Some(j) = encoding.feature_index(name).ok().filter(|&j| j < row.len()) else {
             if Some(name) != target {
-                others.push(name.to_string());
+                others.push(name);
             }
             continue;
         };
@@ -87,11 +88,15 @@ pub fn parse<'a>(
 }
 
 /// "missing feature(s): age", with the given names close to a missing one (`agee`).
-fn missing_error(missing: &[&str], others: &[String]) -> FieldError {
+fn missing_error<S: AsRef<str>>(missing: &[&str], others: &[S]) -> FieldError {
     let close: Vec<String> = missing
         .iter()
         .flat_map(|m| {
-            others.iter().filter(|o| is_close(o, m)).map(move |o| format!("`{o}` is given: a typo of `{m}`?"))
+            others
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|o| is_close(o, m))
+                .map(move |o| format!("`{o}` is given: a typo of `{m}`?"))
         })
         .collect();
     let hint = if close.is_empty() { String::new() } else { format!(" ({})", close.join("; ")) };
