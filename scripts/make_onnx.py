@@ -31,6 +31,14 @@ which for Adult are the training split's ranges too, one-hot categories in schem
 
     python3 scripts/make_onnx.py --adult-lightgbm /tmp/adult-lightgbm.onnx
 
+A rare favourable class (not committed; docs/evaluation.md, "A rare target class"): adult.data
+with about one `>50K` row in ten and a half kept (3.0 % `>50K` among the rows without a `?`), as adult-rare.csv, and a
+scikit-learn logistic regression and MLP (13, 4) trained on it with no class weights
+(adult-rare-lr.onnx, adult-rare-mlp.onnx), for `--data adult-rare.csv --schema
+data/schemas/adult.toml --onnx ...`:
+
+    python3 scripts/make_onnx.py --adult-rare /tmp/rare
+
 Versions these files were made with (python3 -m venv /tmp/ens-venv, then pip install):
 onnx==1.23.2 scikit-learn==1.9.1 skl2onnx==1.20.0 lightgbm==4.7.0 xgboost==3.2.0
 onnxmltools==1.16.0 numpy==2.4.6 packaging (onnxmltools imports it without declaring it).
@@ -207,26 +215,42 @@ def tree_fixtures(out_dir):
     print(f"wrote {', '.join(exports)} (.onnx), trees.csv, trees.toml and trees-expected.json into {out_dir}")
 
 
-def adult_encoded():
-    """Adult's rows encoded as cent encodes them (data/schemas/adult.toml), and the labels."""
-    import gzip
+def adult_schema():
+    """data/schemas/adult.toml, and the directory of the data files it names."""
     import os
     import tomllib
 
-    import numpy as np
-
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
     with open(os.path.join(here, "schemas", "adult.toml"), "rb") as f:
-        schema = tomllib.load(f)
+        return tomllib.load(f), here
+
+
+def adult_lines(source):
+    """The data lines of one of Adult's embedded files (`adult.data` or `adult.test`)."""
+    import gzip
+    import os
+
+    schema, here = adult_schema()
+    (entry,) = [s for s in schema["source"] if s["file"] == source]
+    with open(os.path.join(here, "adult", source + ".gz"), "rb") as raw:
+        lines = gzip.decompress(raw.read()).decode("utf-8").splitlines()
+    return [line for line in lines[entry.get("skip_lines", 0):] if line.strip()]
+
+
+def adult_encoded(lines=None):
+    """Adult's rows (both files, or the given data lines) encoded as cent encodes them
+    (data/schemas/adult.toml; numbers min-max scaled over these rows), and the labels."""
+    import numpy as np
+
+    schema, _ = adult_schema()
+    if lines is None:
+        lines = [line for s in schema["source"] for line in adult_lines(s["file"])]
     names = schema["csv"]["names"]
     rows = []
-    for source in schema["source"]:
-        with gzip.open(os.path.join(here, "adult", source["file"] + ".gz"), "rt", encoding="utf-8") as f:
-            lines = f.read().splitlines()[source.get("skip_lines", 0):]
-        for line in lines:
-            fields = [v.strip() for v in line.split(",")]
-            if len(fields) == len(names) and "?" not in fields:
-                rows.append(dict(zip(names, fields)))
+    for line in lines:
+        fields = [v.strip() for v in line.split(",")]
+        if len(fields) == len(names) and "?" not in fields:
+            rows.append(dict(zip(names, fields)))
     target = schema["target"]
     label = {v: i for i, c in enumerate(target["classes"]) for v in c["values"]}
     y = np.array([label[r[target["column"]]] for r in rows], dtype=np.int64)
@@ -260,12 +284,53 @@ def adult_lightgbm(out):
     print(f"wrote {out}: 100 trees of depth 6 on {x.shape[0]} rows x {x.shape[1]} columns")
 
 
+def adult_rare(out_dir):
+    """A rare favourable class: adult.data with every `<=50K` row and, seeded, one `>50K` row in
+    about ten and a half (3.0 % `>50K`), and two classifiers trained on it without class weights
+    (scikit-learn's defaults), as most models in use are: they predict `>50K` for under 1 % of
+    the rows, so explaining a refusal asks for a class the model rarely gives."""
+    import os
+    import random
+
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import FloatTensorType
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+
+    keep = random.Random(7)
+    lines = [line for line in adult_lines("adult.data") if ">50K" not in line or keep.random() < 0.095]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "adult-rare.csv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    x, y = adult_encoded(lines)
+    print(f"wrote {out_dir}/adult-rare.csv: {len(lines)} lines; {x.shape[0]} rows without a `?`, {y.mean():.1%} >50K")
+    models = [
+        ("lr", LogisticRegression(max_iter=2000)),
+        ("mlp", MLPClassifier((13, 4), max_iter=300, random_state=0)),
+    ]
+    for name, model in models:
+        model.fit(x, y)
+        onx = convert_sklearn(
+            model,
+            initial_types=[("x", FloatTensorType([None, x.shape[1]]))],
+            options={id(model): {"zipmap": False}},
+            target_opset=15,
+        )
+        path = os.path.join(out_dir, f"adult-rare-{name}.onnx")
+        with open(path, "wb") as f:
+            f.write(onx.SerializeToString())
+        print(f"wrote {path}: predicts >50K for {model.predict(x).mean():.2%} of the rows")
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "--sklearn":
         sklearn_fixtures(argv[2])
         return
     if len(argv) == 3 and argv[1] == "--trees":
         tree_fixtures(argv[2])
+        return
+    if len(argv) == 3 and argv[1] == "--adult-rare":
+        adult_rare(argv[2])
         return
     if len(argv) == 3 and argv[1] == "--adult-lightgbm":
         adult_lightgbm(argv[2])
