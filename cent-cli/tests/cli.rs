@@ -1070,6 +1070,7 @@ fn test_explain_with_a_bundle_shows_the_devices_answers_judged() {
         (vec!["--row", "0", "--bundle", bundle, "--plausibility", "0.2"], "--plausibility sets the workstation's"),
         (vec!["--row", "0", "--bundle", bundle, "--n", "4"], "--n 4: a device gives 1 to 3"),
         (vec!["--row", "0", "--bundle", bundle, "--max-search", "300"], "at most 255"),
+        (vec!["--row", "0", "--bundle", bundle, "--onnx", "m.onnx"], "cannot be used with '--onnx"),
     ] {
         let o = toy.run("explain", &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

@@ -121,13 +121,15 @@ fn test_bad_sweep_is_a_usage_error_naming_the_value() {
 
 /// Each tree ensemble in `data/onnx` (LightGBM, XGBoost, scikit-learn's random forest and
 /// gradient boosting, exported to ONNX) drives `cent evaluate` on the dataset it was fitted on
-/// (`data/onnx/trees.toml`), and what CEnt finds flips that model's decision.
+/// (`data/onnx/trees.toml`), and what CEnt finds flips that model's decision. The ONNX model
+/// replaces the built-in one, which is neither trained nor cached.
 #[test]
 fn test_onnx_tree_ensembles_drive_evaluate_on_their_dataset() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/onnx");
     let schema = fixtures.join("trees.toml");
     assert!(fixtures.join("trees.csv").is_file(), "missing data/onnx/trees.csv");
     let cache = dir("evaluate-trees").join("cache");
+    let _ = std::fs::remove_dir_all(&cache);
     for name in ["lightgbm", "xgboost", "skl-rf", "skl-gb"] {
         let model = fixtures.join(format!("{name}.onnx"));
         assert!(model.is_file(), "missing {}", model.display());
@@ -142,6 +144,12 @@ fn test_onnx_tree_ensembles_drive_evaluate_on_their_dataset() {
         assert!(summary["found"].as_u64().expect("found") >= 8, "{name}: {summary}");
         assert_eq!(summary["flip_rate"].as_f64(), Some(1.0), "{name}: {summary}");
     }
+    let mut cached: Vec<String> = std::fs::read_dir(cache.join("models"))
+        .expect("the cache's models")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    cached.sort();
+    assert_eq!(cached, ["trees-vae-seed1.json"], "only the VAE is trained");
 }
 
 /// `--method atlas` explains with the bundle `cent export` would build with the atlas options

@@ -13,12 +13,13 @@ use std::hint::black_box;
 fn bench(c: &mut Criterion) {
     let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache");
     for kind in [ModelKind::Lr, ModelKind::Mlp] {
-        let setup = Setup { source: Source::Builtin("adult".into()), model: kind, cache: cache.clone(), seed: 1 };
+        let setup = Setup { source: Source::Builtin("adult".into()), model: Some(kind), cache: cache.clone(), seed: 1 };
         let a = setup.load().expect("adult artifacts");
         let enc = &a.prepared.encoding;
         let query = enc.to_core_schema().default_query();
-        let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
-            .expect("the built-in model labels the pool");
+        let explainer =
+            Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
+                .expect("the built-in model labels the pool");
         let rows = a.prepared.test.n_rows();
         let mut next = 0;
         c.bench_function(&format!("explain/adult/{kind:?}/k1000"), |b| {

@@ -37,7 +37,7 @@ fn max_difference(a: &dyn BlackBox, b: &dyn BlackBox, rows: &[f32]) -> f32 {
 
 fn bench(c: &mut Criterion) {
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache");
-    let setup = Setup { source: Source::Builtin("adult".into()), model: ModelKind::Mlp, cache, seed: 1 };
+    let setup = Setup { source: Source::Builtin("adult".into()), model: Some(ModelKind::Mlp), cache, seed: 1 };
     let a = setup.load().expect("adult artifacts");
     let enc = &a.prepared.encoding;
     let (n_cols, classes) = (enc.n_cols(), enc.classes().len());

@@ -32,7 +32,9 @@ pub enum Source {
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub source: Source,
-    pub model: ModelKind,
+    /// The built-in classifier to load or train; `None` when the caller brings its own black
+    /// box (an ONNX file, a Python object), so that no built-in model is trained, read or cached.
+    pub model: Option<ModelKind>,
     /// Cache of fetched datasets and trained models.
     pub cache: PathBuf,
     /// Seed of the split and of training.
@@ -56,25 +58,34 @@ pub enum ArtifactError {
     Cache { path: String, source: std::io::Error },
     #[error(transparent)]
     Onnx(#[from] crate::onnx::OnnxError),
+    #[error("no black box: no built-in model (lr or mlp) was loaded and no ONNX file was given")]
+    NoModel,
 }
 
 /// Version of the cache format, part of every key: raised whenever training changes in a way
 /// its options do not show (a new loss, a new initialisation), so that older files retrain.
 pub const CACHE_FORMAT: u32 = 2;
 
-/// Data, black box and VAE of one dataset.
+/// Data, VAE and (unless the caller brings its own black box) built-in classifier of one dataset.
 #[derive(Debug, Clone)]
 pub struct Artifacts {
     pub name: String,
     pub prepared: Prepared,
-    pub model: blackbox::Model,
     pub vae: Vae,
-    /// Accuracy, balanced accuracy and predicted class shares of the black box on the test split.
-    pub scores: Scores,
-    /// Whether the black box was loaded from the cache or trained, and why.
-    pub model_origin: Origin,
     /// Whether the VAE was loaded from the cache or trained, and why.
     pub vae_origin: Origin,
+    /// The built-in classifier, when the [`Setup`] named one.
+    pub builtin: Option<Builtin>,
+}
+
+/// A built-in classifier as a run has it.
+#[derive(Debug, Clone)]
+pub struct Builtin {
+    pub model: blackbox::Model,
+    /// Accuracy, balanced accuracy and predicted class shares on the test split.
+    pub scores: Scores,
+    /// Whether it was loaded from the cache or trained, and why.
+    pub origin: Origin,
 }
 
 /// Where one trained artifact of a run came from.
@@ -182,17 +193,26 @@ impl Artifacts {
     ///
     /// # Errors
     /// [`ArtifactError::Onnx`] when the ONNX model cannot be loaded or does not fit the data.
+    /// [`ArtifactError::NoModel`] when no ONNX file is given and no built-in model was loaded.
     pub fn black_box(&self, onnx: Option<&Path>) -> Result<Box<dyn BlackBox>, ArtifactError> {
         let enc = &self.prepared.encoding;
         Ok(match onnx {
             Some(path) => Box::new(crate::onnx::OnnxModel::load(path, enc.n_cols(), enc.classes().len())?),
-            None => Box::new(self.model.clone()),
+            None => Box::new(self.model()?.clone()),
         })
     }
 
-    /// Where the black box and the VAE came from, in that order.
-    pub fn origins(&self) -> [&Origin; 2] {
-        [&self.model_origin, &self.vae_origin]
+    /// The built-in classifier.
+    ///
+    /// # Errors
+    /// [`ArtifactError::NoModel`] when the [`Setup`] named none.
+    pub fn model(&self) -> Result<&blackbox::Model, ArtifactError> {
+        self.builtin.as_ref().map(|b| &b.model).ok_or(ArtifactError::NoModel)
+    }
+
+    /// Where the built-in classifier (when there is one) and the VAE came from, in that order.
+    pub fn origins(&self) -> impl Iterator<Item = &Origin> {
+        self.builtin.iter().map(|b| &b.origin).chain([&self.vae_origin])
     }
 }
 
@@ -221,11 +241,17 @@ impl Setup {
             .map_err(|source| ArtifactError::Cache { path: dir.display().to_string(), source })?;
         let schema = key::schema(&prepared.encoding);
         let data = key::data(&prepared.train.data, &prepared.train_labels);
-        let (model, model_origin) = self.model(&dir, &name, &prepared, (&schema, &data), progress)?;
+        let builtin = match self.model {
+            Some(kind) => {
+                let (model, origin) = self.model(kind, &dir, &name, &prepared, (&schema, &data), progress)?;
+                let scores = blackbox::scores(&model, &prepared.test.data, &prepared.test_labels)
+                    .map_err(|e| ArtifactError::Train { what: "model".into(), message: e.to_string() })?;
+                Some(Builtin { model, scores, origin })
+            }
+            None => None,
+        };
         let (vae, vae_origin) = self.vae(&dir, &name, &prepared, (&schema, &data), progress)?;
-        let scores = blackbox::scores(&model, &prepared.test.data, &prepared.test_labels)
-            .map_err(|e| ArtifactError::Train { what: "model".into(), message: e.to_string() })?;
-        Ok(Artifacts { name, prepared, model, vae, scores, model_origin, vae_origin })
+        Ok(Artifacts { name, prepared, vae, vae_origin, builtin })
     }
 
     /// Refuses data whose rows all hold one class: every model would predict it.
@@ -252,21 +278,22 @@ impl Setup {
 
     fn model(
         &self,
+        model: ModelKind,
         dir: &Path,
         name: &str,
         p: &Prepared,
         (schema, data): (&str, &key::Data),
         progress: &dyn Progress,
     ) -> Result<(blackbox::Model, Origin), ArtifactError> {
-        let kind = match self.model {
+        let kind = match model {
             ModelKind::Lr => "lr",
             ModelKind::Mlp => "mlp",
         };
         let path = dir.join(format!("{name}-{kind}-seed{}.json", self.seed));
         let (n_cols, classes) = (p.encoding.n_cols(), p.encoding.classes().len());
-        let config = TrainConfig { seed: self.seed, ..TrainConfig::for_kind(self.model) };
+        let config = TrainConfig { seed: self.seed, ..TrainConfig::for_kind(model) };
         let data = data.labelled.clone();
-        let key = key::combine(data, schema.to_string(), key::options(&(self.model, &config)));
+        let key = key::combine(data, schema.to_string(), key::options(&(model, &config)));
         let artifact = format!("{kind} model");
         let load = |path: &Path| {
             let (m, k) = blackbox::Model::load_keyed(path)?;
@@ -281,7 +308,7 @@ impl Setup {
         progress.begin(&format!("training {kind} on {name}"), config.epochs as u64, "epochs");
         let start = Instant::now();
         let fail = |e: String| ArtifactError::Train { what: artifact.clone(), message: e };
-        let m = blackbox::train(self.model, &p.train.data, n_cols, &p.train_labels, classes, &config, Some(progress))
+        let m = blackbox::train(model, &p.train.data, n_cols, &p.train_labels, classes, &config, Some(progress))
             .map_err(|e| fail(e.to_string()))?;
         let seconds = start.elapsed().as_secs_f64();
         progress.end();

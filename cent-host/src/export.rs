@@ -34,6 +34,9 @@ pub enum ExportError {
     Device { dataset: String, error: crate::profile::DeviceCapacity },
     #[error("encoding the bundle: {0}")]
     Encode(String),
+    /// A bundle carries the built-in classifier, and none was loaded.
+    #[error("a bundle carries a built-in classifier (lr or mlp): {0}")]
+    Artifacts(#[from] crate::artifacts::ArtifactError),
 }
 
 /// Why a schema's links do not fit a bundle.
@@ -159,7 +162,7 @@ pub fn bundle_name(dataset: &str, model: ModelKind, seed: u64) -> String {
     format!("{dataset} {kind} seed={seed}")
 }
 
-/// Builds the atlas of `a` (pool = training split, labelled by `a.model`), quantizes the
+/// Builds the atlas of `a` (pool = training split, labelled by its built-in model), quantizes the
 /// encoder and the model to weights of `widths` with the training rows as calibration, and
 /// writes the bundle.
 /// `params.seed` names the bundle and seeds k-means: pass the seed `a` was loaded with.
@@ -169,18 +172,19 @@ pub fn bundle_name(dataset: &str, model: ModelKind, seed: u64) -> String {
 pub fn export(a: &Artifacts, params: AtlasParams, widths: Widths) -> Result<Export, ExportError> {
     let schema = crate::profile::device_schema(&a.prepared.encoding.to_core_schema())
         .map_err(|error| ExportError::Device { dataset: a.name.clone(), error })?;
+    let model = a.model()?;
     let rows = &a.prepared.train.data;
     let z = a.vae.encode(rows);
-    let labels = a.model.classify(rows);
+    let labels = model.classify(rows);
     let pool = PoolData { rows, z: &z, latent: a.vae.latent(), labels: &labels };
-    let mut atlas = atlas::build(pool, &schema, a.model.classes(), params).map_err(ExportError::Atlas)?;
-    let people = crate::people::choose(pool, &atlas, &schema, &a.model, params.people);
+    let mut atlas = atlas::build(pool, &schema, model.classes(), params).map_err(ExportError::Atlas)?;
+    let people = crate::people::choose(pool, &atlas, &schema, model, params.people);
     atlas.people.clone_from(&people.bytes);
     let quantize =
         |what, mlp, width| quantize_mlp(mlp, rows, width).map_err(|error| ExportError::Quantize { what, error });
     let encoder = quantize("VAE encoder", &a.vae.encoder, widths.encoder)?;
-    let classifier = quantize("classifier", &a.model.mlp, widths.classifier)?;
-    let name = bundle_name(&a.name, a.model.kind, params.seed);
+    let classifier = quantize("classifier", &model.mlp, widths.classifier)?;
+    let name = bundle_name(&a.name, model.kind, params.seed);
     let support = Support::new(&a.prepared.encoding, rows).device();
     // The regions are judged with the bundle the device will run, then the bundle is written
     // again with their agreement (which changes no answer the judging saw, only their order).
@@ -189,7 +193,7 @@ pub fn export(a: &Artifacts, params: AtlasParams, widths: Widths) -> Result<Expo
     let agreement = regions::agreement(&judged, &a.prepared.encoding.to_core_schema(), rows, &labels);
     let (bytes, sizes) = assemble(&name, &schema, &encoder, Some(&classifier), &atlas, &support, &agreement.bytes)?;
     let test = &a.prepared.test.data;
-    let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &a.model.classify(test));
+    let test_fidelity = atlas.fidelity(test, &a.vae.encode(test), &model.classify(test));
     Ok(Export {
         bytes,
         sizes,

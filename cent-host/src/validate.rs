@@ -67,6 +67,9 @@ pub enum ValidateError {
     Queries { len: usize, columns: usize },
     #[error(transparent)]
     Model(#[from] crate::blackbox::ModelError),
+    /// A bundle is validated against the built-in classifier, and none was loaded.
+    #[error("validating a bundle needs its built-in classifier (lr or mlp): {0}")]
+    Artifacts(#[from] crate::artifacts::ArtifactError),
 }
 
 /// Reads a bundle file and checks that the device loader accepts it.
@@ -318,12 +321,13 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
     let host_query = a.prepared.encoding.to_core_schema().default_query();
     let mut acc = Accumulators::default();
     let mut device = Box::new(Explainer::<NODES>::new());
-    let mut full = FullPrecision::new(&b, &a.vae.encoder, Some(&a.model.mlp));
+    let model = a.model()?;
+    let mut full = FullPrecision::new(&b, &a.vae.encoder, Some(&model.mlp));
     let config = Config { n: 1, seed: settings.seed, ..Config::default() };
-    let cent = explain::Explainer::new(&a.prepared.encoding, &a.model, &a.vae.encoder, &a.prepared.train.data, config)?;
+    let cent = explain::Explainer::new(&a.prepared.encoding, model, &a.vae.encoder, &a.prepared.train.data, config)?;
     for &r in &rows {
         let x = &test.data[r * columns..(r + 1) * columns];
-        let ctx = Query1 { model: a, schema: &b.schema, query: &query, support: cent.support(), x };
+        let ctx = Query1 { model, schema: &b.schema, query: &query, support: cent.support(), x };
         acc.latent(&b, &a.vae.encoder, x);
         let t = Instant::now();
         let q = run_device(&mut device, &b.model(), x, &query, settings.options, r as u64);
@@ -344,7 +348,7 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
 
 /// The bundle must name these artifacts and share their schema and latent size.
 pub(crate) fn check_match(b: &Bundle<'_>, origin: &str, a: &Artifacts, seed: u64) -> Result<(), ValidateError> {
-    let expected = bundle_name(&a.name, a.model.kind, seed);
+    let expected = bundle_name(&a.name, a.model()?.kind, seed);
     if b.name != expected {
         return Err(ValidateError::Mismatch { origin: origin.into(), found: b.name.into(), expected });
     }
@@ -374,7 +378,7 @@ pub fn sample(n: usize, limit: Option<usize>, seed: u64) -> Vec<usize> {
 
 /// One query and what judges it.
 struct Query1<'q> {
-    model: &'q Artifacts,
+    model: &'q crate::blackbox::Model,
     schema: &'q Schema,
     query: &'q Query,
     /// The training rows' values and combinations, judging every path alike.
@@ -384,7 +388,7 @@ struct Query1<'q> {
 
 impl Query1<'_> {
     fn class(&self, x: &[f32]) -> usize {
-        self.model.model.classify(x).first().copied().unwrap_or(0)
+        self.model.classify(x).first().copied().unwrap_or(0)
     }
 }
 

@@ -16,10 +16,10 @@ fn main() {
     let factuals: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
     let seed: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1);
     let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache");
-    let setup = Setup { source: Source::Builtin(dataset.clone()), model: kind, cache, seed };
+    let setup = Setup { source: Source::Builtin(dataset.clone()), model: Some(kind), cache, seed };
     let a = setup.load().expect("artifacts");
     let config = Config::new(factuals, seed);
-    let bench = Bench::new(&a.prepared, &a.model, &a.vae, config).expect("bench");
+    let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, config).expect("bench");
     let rows = bench.factuals().expect("factuals");
     let start = Instant::now();
     let grid: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(bound::GRID);

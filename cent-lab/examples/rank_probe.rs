@@ -30,23 +30,23 @@ fn main() {
     let kind = if args.get(1).map(String::as_str) == Some("lr") { ModelKind::Lr } else { ModelKind::Mlp };
     let seed: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1);
     let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache");
-    let setup = Setup { source: Source::Builtin(dataset.clone()), model: kind, cache, seed };
+    let setup = Setup { source: Source::Builtin(dataset.clone()), model: Some(kind), cache, seed };
     let a = setup.load().expect("artifacts");
     let params = AtlasParams { seed, ..AtlasParams::default() };
     let e = export::export(&a, params, export::Widths::I16).expect("export");
     let bundle = Bundle::from_bytes(&e.bytes).expect("bundle");
-    let bench = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(100, seed)).expect("bench");
+    let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(100, seed)).expect("bench");
     let factuals = bench.factuals().expect("factuals");
     let p = &a.prepared;
     let n_cols = p.train.n_cols;
     let mut all = p.train.data.clone();
     all.extend_from_slice(&p.test.data);
-    let reference = Reference::new(&a.model, all, n_cols).expect("reference");
+    let reference = Reference::new(a.model().unwrap(), all, n_cols).expect("reference");
     let samples: Vec<Reference> = SAMPLES
         .iter()
         .map(|&m| {
             let rows: Vec<f32> = (0..m).flat_map(|i| p.train.row(i * p.train.n_rows() / m).to_vec()).collect();
-            Reference::new(&a.model, rows, n_cols).expect("sample")
+            Reference::new(a.model().unwrap(), rows, n_cols).expect("sample")
         })
         .collect();
     let query = bundle.schema.default_query();

@@ -275,7 +275,9 @@ impl Core {
             (None, Some(_)) => return Err(CentError::new_err("data needs a schema (schema=path.toml)")),
             (None, None) => Source::Builtin(dataset.unwrap_or_else(|| "adult".into())),
         };
-        let setup = Setup { source, model: kind, cache, seed };
+        // The caller's own black box replaces the built-in model, which is then neither trained nor read.
+        let builtin = (onnx.is_none() && python.is_none()).then_some(kind);
+        let setup = Setup { source, model: builtin, cache, seed };
         let target = target_column(&setup.source);
         let config = Config { k, max_search, widen, plausibility, seed, ..Config::default() };
         // The model's width is the encoding's, known only once the data is loaded: wrap the

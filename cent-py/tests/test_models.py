@@ -1,6 +1,8 @@
 """Python models as the black box: each counterfactual is confirmed by the model's own
 predict_proba on the encoded counterfactual."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,21 @@ def test_batched_calls(adult, data, refused, cache):
     per_query = model.calls - before
     rows = sum(s[0] for s in model.shapes[before:])
     assert 1 <= per_query < rows, (per_query, rows)  # batches, not one call per row
+
+
+class FirstColumn:
+    """Favourable when the first encoded column is above one half."""
+
+    def predict_proba(self, x):
+        p = 1.0 / (1.0 + np.exp(-8.0 * (x[:, :1] - 0.5)))
+        return np.hstack([1.0 - p, p])
+
+
+def test_own_model_trains_no_builtin(tmp_path):
+    """A Python or ONNX model replaces the built-in one: only the VAE is trained and cached."""
+    fixtures = Path(__file__).resolve().parents[2] / "data" / "onnx"
+    for model in (FirstColumn(), str(fixtures / "skl-rf.onnx")):
+        cache = tmp_path / type(model).__name__
+        explainer = cent.Explainer(schema=str(fixtures / "trees.toml"), model=model, seed=1, cache=str(cache))
+        assert explainer.features[0] == "x0"
+        assert sorted(p.name for p in (cache / "models").iterdir()) == ["trees-vae-seed1.json"]

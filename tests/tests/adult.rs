@@ -19,7 +19,7 @@ fn test_counterfactuals_flip_and_respect_constraints() {
     // Tighten on top of the schema: education may only grow (already), hours only grow.
     let hours = enc.feature_index("hours-per-week").unwrap();
     query.mutability[hours] = Mutability::IncreaseOnly;
-    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+    let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
         .expect("the built-in model labels the pool");
     let (mut found, mut tried) = (0, 0);
     for row in 0..40 {
@@ -33,7 +33,7 @@ fn test_counterfactuals_flip_and_respect_constraints() {
         found += 1;
         let before = enc.decode(x).unwrap();
         for cf in &e.counterfactuals {
-            let class = a.model.classify(&cf.encoded)[0];
+            let class = a.model().unwrap().classify(&cf.encoded)[0];
             assert_ne!(class, e.fact.index, "row {row}: counterfactual does not flip the model");
             assert_eq!(class, cf.class.index);
             assert!(counterfactual::check(&schema, &query, x, &cf.encoded).is_ok(), "row {row}: constraint broken");
@@ -61,8 +61,9 @@ fn test_same_seed_same_output() {
     let enc = &a.prepared.encoding;
     let query = enc.to_core_schema().default_query();
     let run = || {
-        let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
-            .expect("the built-in model labels the pool");
+        let explainer =
+            Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
+                .expect("the built-in model labels the pool");
         (0..10)
             .map(|r| format!("{:?}", explainer.explain(a.prepared.test.row(r), &query, None).ok()))
             .collect::<Vec<_>>()
@@ -75,7 +76,7 @@ fn test_json_output_is_valid() {
     let a = adult();
     let enc = &a.prepared.encoding;
     let query = enc.to_core_schema().default_query();
-    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+    let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
         .expect("the built-in model labels the pool");
     let e = (0..20).find_map(|r| explainer.explain(a.prepared.test.row(r), &query, None).ok()).expect("an explanation");
     let text = serde_json::to_string(&e).unwrap();
@@ -118,14 +119,14 @@ fn test_a_model_failing_at_run_time_is_an_error_naming_the_model_and_the_batch()
     let query = enc.to_core_schema().default_query();
     let x = a.prepared.test.row(0);
     // Fails on the pool: the explainer cannot be built.
-    let dead = Flaky { inner: &a.model, calls: 0.into(), ok: 0 };
+    let dead = Flaky { inner: a.model().unwrap(), calls: 0.into(), ok: 0 };
     let err = Explainer::new(enc, &dead, &a.vae.encoder, &a.prepared.train.data, Config::default())
         .expect_err("a model that fails on the pool is an error");
     let text = err.to_string();
     assert!(text.contains("flaky") && text.contains(&format!("{} row(s)", a.prepared.train_labels.len())), "{text}");
     // Fails at each later call of a query (the query's class, the neighbours, the candidates).
     for ok in 1..5 {
-        let flaky = Flaky { inner: &a.model, calls: 0.into(), ok };
+        let flaky = Flaky { inner: a.model().unwrap(), calls: 0.into(), ok };
         let explainer = Explainer::new(enc, &flaky, &a.vae.encoder, &a.prepared.train.data, Config::default())
             .expect("the pool is labelled");
         match explainer.explain(x, &query, None) {
@@ -142,7 +143,7 @@ fn test_a_model_failing_at_run_time_is_an_error_naming_the_model_and_the_batch()
         }
     }
     // Baselines and the evaluation harness report it too, never a panic.
-    let flaky = Flaky { inner: &a.model, calls: 0.into(), ok: 2 };
+    let flaky = Flaky { inner: a.model().unwrap(), calls: 0.into(), ok: 2 };
     let bench = cent_lab::evaluate::Bench::new(&a.prepared, &flaky, &a.vae, cent_lab::evaluate::Config::new(2, 1));
     let bench = bench.expect("pool and reference labelled");
     let err = bench.factuals().expect_err("the third call fails");
@@ -189,7 +190,7 @@ fn test_direction_on_unordered_categorical_is_a_query_error() {
     let mut query = enc.to_core_schema().default_query();
     let workclass = enc.feature_index("workclass").unwrap();
     query.mutability[workclass] = Mutability::IncreaseOnly;
-    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default())
+    let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
         .expect("the built-in model labels the pool");
     match explainer.explain(a.prepared.test.row(0), &query, None) {
         Err(ExplainError::Query(QueryError::Unordered { feature, direction })) => {
@@ -210,7 +211,8 @@ fn test_widening_the_neighbourhood_recovers_unconfirmed_queries() {
     let query = enc.to_core_schema().default_query();
     let narrow = Config { k: 16, widen: 0, ..Config::default() };
     let wide = Config { widen: 2, ..narrow };
-    let explain = |config: Config| Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, config);
+    let explain =
+        |config: Config| Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, config);
     let (narrow, wide) = (explain(narrow).expect("labels"), explain(wide).expect("labels"));
     // The last resort's answers have no surrogate (a person may also win over a region: that is
     // still an answer from a neighbourhood).
@@ -223,7 +225,7 @@ fn test_widening_the_neighbourhood_recovers_unconfirmed_queries() {
                 recovered += 1;
                 assert!(w.neighbours > 16, "row {row}: answered from {} neighbours", w.neighbours);
                 for cf in &w.counterfactuals {
-                    assert_ne!(a.model.classify(&cf.encoded)[0], w.fact.index, "row {row}: not flipped");
+                    assert_ne!(a.model().unwrap().classify(&cf.encoded)[0], w.fact.index, "row {row}: not flipped");
                     assert!(counterfactual::check(&enc.to_core_schema(), &query, x, &cf.encoded).is_ok());
                 }
             }
@@ -247,8 +249,14 @@ fn test_answers_with_other_levers_come_before_repeats() {
     let schema = enc.to_core_schema();
     let query = schema.default_query();
     let explainer = |n: usize| {
-        Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config { n, ..Config::default() })
-            .expect("the built-in model labels the pool")
+        Explainer::new(
+            enc,
+            a.model().unwrap(),
+            &a.vae.encoder,
+            &a.prepared.train.data,
+            Config { n, ..Config::default() },
+        )
+        .expect("the built-in model labels the pool")
     };
     let (three, one) = (explainer(3), explainer(1));
     let mut pairs = 0;

@@ -137,12 +137,14 @@ fn test_heloc_answers_never_move_a_feature_to_a_code() {
     use cent_host::blackbox::ModelKind;
     use cent_host::explain::{Config, Explainer};
     let Some(cache) = common::datasets::fetched("heloc") else { return };
-    let setup = Setup { source: Source::Builtin("heloc".into()), model: ModelKind::Mlp, cache, seed: common::SEED };
+    let setup =
+        Setup { source: Source::Builtin("heloc".into()), model: Some(ModelKind::Mlp), cache, seed: common::SEED };
     let a = setup.load().expect("heloc artifacts load or train");
     let enc = &a.prepared.encoding;
     let core = enc.to_core_schema();
     let query = core.default_query();
-    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default()).unwrap();
+    let explainer =
+        Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default()).unwrap();
     // HELOC's codes are its only negative values.
     let code = |j: usize, v: f32| core.features()[j].decode(v).round() < 0.0;
     let (mut answers, mut left) = (0, 0);

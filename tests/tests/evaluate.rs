@@ -11,10 +11,11 @@ use std::path::Path;
 #[test]
 fn test_every_method_reports_only_flipped_feasible_counterfactuals() {
     let a = adult();
-    let bench = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(10, 3)).expect("labels");
+    let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(10, 3)).expect("labels");
     let factuals = bench.factuals().expect("labels");
     assert_eq!(factuals.len(), 10);
-    let classes: Vec<usize> = factuals.iter().map(|&r| a.model.classify(a.prepared.test.row(r))[0]).collect();
+    let classes: Vec<usize> =
+        factuals.iter().map(|&r| a.model().unwrap().classify(a.prepared.test.row(r))[0]).collect();
     assert!(classes.contains(&0) && classes.contains(&1), "both classes are drawn: {classes:?}");
     for kind in MethodKind::ALL {
         let result = bench.run(kind, &factuals).expect("runs");
@@ -51,7 +52,7 @@ fn test_the_atlas_is_measured_like_every_method() {
         cent_host::export::Widths::I16,
     )
     .expect("export");
-    let bare = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(20, 5)).expect("labels");
+    let bare = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(20, 5)).expect("labels");
     let factuals = bare.factuals().expect("labels");
     let none = bare.run(MethodKind::Atlas, &factuals).expect("runs");
     assert!(none.rows.iter().all(|r| !r.found && r.reason.as_deref() == Some("no device bundle to run the atlas on")));
@@ -73,7 +74,7 @@ fn test_the_atlas_is_measured_like_every_method() {
 #[test]
 fn test_runs_are_deterministic_for_a_seed() {
     let a = adult();
-    let bench = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(4, 9)).expect("labels");
+    let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(4, 9)).expect("labels");
     let factuals = bench.factuals().expect("labels");
     for kind in [MethodKind::Gs, MethodKind::Random, MethodKind::Face] {
         let (one, two) = (bench.run(kind, &factuals).expect("runs"), bench.run(kind, &factuals).expect("runs"));
@@ -107,12 +108,12 @@ fn test_onnx_black_box_drives_the_harness() {
 #[test]
 fn test_target_row_distance_matches_a_brute_force_scan() {
     let a = adult();
-    let bench = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(6, 2)).expect("labels");
+    let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(6, 2)).expect("labels");
     let factuals = bench.factuals().expect("labels");
     let mut rows = a.prepared.train.data.clone();
     rows.extend_from_slice(&a.prepared.test.data);
     let n_cols = a.prepared.encoding.n_cols();
-    let labels = a.model.classify(&rows);
+    let labels = a.model().unwrap().classify(&rows);
     let mut checked = 0;
     for kind in [MethodKind::Cent, MethodKind::Gs, MethodKind::Random] {
         let result = bench.run(kind, &factuals).expect("runs");
@@ -152,7 +153,7 @@ fn test_sweep_has_one_point_per_setting_and_reuses_the_default() {
     let a = adult();
     let mut config = Config::new(4, 5);
     config.sweep = vec![0.0, 0.6, 1.0];
-    let mut bench = Bench::new(&a.prepared, &a.model, &a.vae, config).expect("labels");
+    let mut bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, config).expect("labels");
     let factuals = bench.factuals().expect("labels");
     let cent = bench.run(MethodKind::Cent, &factuals).expect("runs").summary;
     let sweep = bench.sweep(&factuals, &cent).expect("runs");
@@ -181,11 +182,11 @@ fn test_unseen_values_and_link_violations_are_measured() {
     let query = schema.default_query();
     let cols = schema.columns();
     let support = Support::new(enc, &a.prepared.train.data);
-    let reference = Reference::new(&a.model, a.prepared.train.data.clone(), cols).expect("labels");
+    let reference = Reference::new(a.model().unwrap(), a.prepared.train.data.clone(), cols).expect("labels");
     let judge = Judge {
         schema: &schema,
         query: &query,
-        model: &a.model,
+        model: a.model().unwrap(),
         encoder: &a.vae.encoder,
         reference: &reference,
         support: &support,

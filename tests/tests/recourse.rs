@@ -16,7 +16,8 @@ fn answers(config: Config, rows: usize) -> Vec<(usize, Explanation)> {
     let a = adult();
     let enc = &a.prepared.encoding;
     let query = enc.to_core_schema().default_query();
-    let explainer = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, config).expect("labels");
+    let explainer =
+        Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, config).expect("labels");
     (0..rows)
         .filter_map(|row| match explainer.explain(a.prepared.test.row(row), &query, None) {
             Ok(e) => Some((row, e)),
@@ -41,7 +42,7 @@ fn test_every_counterfactual_has_the_minimum_probability_the_model_confirms() {
         assert!(found.len() >= 20, "min {min}: only {} of 30 rows answered", found.len());
         for (row, e) in &found {
             for cf in &e.counterfactuals {
-                let p = a.model.probabilities(&cf.encoded).unwrap();
+                let p = a.model().unwrap().probabilities(&cf.encoded).unwrap();
                 assert_ne!(cf.class.index, e.fact.index, "row {row}");
                 assert_eq!(p[cf.class.index], cf.class.probability, "row {row}: reported probability");
                 assert!(p[cf.class.index] >= min, "row {row}: p = {} < {min}", p[cf.class.index]);
@@ -116,7 +117,7 @@ fn test_no_reported_change_can_be_set_back() {
                 if back == x {
                     continue;
                 }
-                let p = a.model.probabilities(&back).unwrap();
+                let p = a.model().unwrap().probabilities(&back).unwrap();
                 let class = (0..p.len()).max_by(|&i, &j| p[i].total_cmp(&p[j])).unwrap();
                 let still = class != e.fact.index
                     && p[class] >= config.min_probability
@@ -183,8 +184,8 @@ fn test_nothing_mutable_means_no_feasible_target_point() {
     for m in query.mutability.iter_mut() {
         *m = Mutability::Immutable;
     }
-    let explainer =
-        Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, Config::default()).expect("labels");
+    let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
+        .expect("labels");
     match explainer.explain(a.prepared.test.row(0), &query, None) {
         Err(ExplainError::NotFound(Reason::NoFeasibleTargetPoint)) => {}
         other => panic!("expected no feasible target point, got {other:?}"),
@@ -209,7 +210,7 @@ fn test_the_last_resort_answers_flip_and_keep_the_constraints() {
             assert!(cf.rules.is_empty(), "row {row}: the last resort has no region");
             // Ranked as a contrast leaf's answers are: judged among the people near it.
             assert!(cf.agreement.is_some_and(|g| (0.0..=1.0).contains(&g)), "row {row}: {:?}", cf.agreement);
-            let p = a.model.probabilities(&cf.encoded).unwrap();
+            let p = a.model().unwrap().probabilities(&cf.encoded).unwrap();
             assert_ne!(cf.class.index, e.fact.index);
             assert!(p[cf.class.index] >= config.min_probability, "row {row}");
             assert!(counterfactual::check(&schema, &query, x, &cf.encoded).is_ok(), "row {row}");
@@ -262,7 +263,7 @@ fn test_people_take_first_place_only_when_they_score_better_with_no_more_needles
             .iter()
             .filter(|f| {
                 let back = set_back(cf, x, f.columns());
-                a.model.classify(&back)[0] != fact && support.broken(x, &back) == 0
+                a.model().unwrap().classify(&back)[0] != fact && support.broken(x, &back) == 0
             })
             .count()
     };
@@ -274,7 +275,7 @@ fn test_people_take_first_place_only_when_they_score_better_with_no_more_needles
         }
         won += 1;
         let x = a.prepared.test.row(row);
-        let p = a.model.probabilities(&first.encoded).unwrap();
+        let p = a.model().unwrap().probabilities(&first.encoded).unwrap();
         assert_ne!(first.class.index, e.fact.index, "row {row}");
         assert!(p[first.class.index] >= config.min_probability, "row {row}");
         assert!(counterfactual::check(&schema, &query, x, &first.encoded).is_ok(), "row {row}");

@@ -209,8 +209,10 @@ fn test_regions_agreement_steers_the_device_to_people() {
     alike[10..14].copy_from_slice(&crc.to_le_bytes());
     let a = adult();
     let ynn = |bytes: &[u8]| {
-        let bench =
-            Bench::new(&a.prepared, &a.model, &a.vae, Config::new(60, SEED)).unwrap().with_atlas(bytes).unwrap();
+        let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(60, SEED))
+            .unwrap()
+            .with_atlas(bytes)
+            .unwrap();
         let factuals = bench.factuals().unwrap();
         bench.run(MethodKind::Atlas, &factuals).unwrap().summary.ynn
     };
@@ -233,8 +235,10 @@ fn test_the_anchors_people_answer_where_no_region_does() {
     assert!(without.atlas.people.is_empty() && without.sizes.people == 1, "an empty part: its length byte");
     let a = adult();
     let run = |bytes: &[u8]| {
-        let bench =
-            Bench::new(&a.prepared, &a.model, &a.vae, Config::new(100, SEED)).unwrap().with_atlas(bytes).unwrap();
+        let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(100, SEED))
+            .unwrap()
+            .with_atlas(bytes)
+            .unwrap();
         let factuals = bench.factuals().unwrap();
         bench.run(MethodKind::Atlas, &factuals).unwrap().summary
     };
@@ -324,7 +328,7 @@ fn host() -> &'static cent_host::explain::Explainer<'static> {
         let config = cent_host::explain::Config { seed: SEED, ..Default::default() };
         cent_host::explain::Explainer::new(
             &a.prepared.encoding,
-            &a.model,
+            a.model().unwrap(),
             &a.vae.encoder,
             &a.prepared.train.data,
             config,
@@ -343,7 +347,7 @@ fn test_preview_gives_the_devices_answers_judged_on_the_host() {
     use cent_nostd::bundle::Bundle;
     let a = adult();
     let b = Bundle::from_bytes(&bundle().bytes).unwrap();
-    let mut preview = Preview::new(&bundle().bytes, "adult.cent", a, SEED, host(), &a.model).unwrap();
+    let mut preview = Preview::new(&bundle().bytes, "adult.cent", a, SEED, host(), a.model().unwrap()).unwrap();
     let query = host().schema().default_query();
     let mut device: Box<Explainer> = Box::default();
     let (mut answers, mut people) = (0, 0);
@@ -357,7 +361,7 @@ fn test_preview_gives_the_devices_answers_judged_on_the_host() {
         assert_eq!(d.answers.len(), cfs.len(), "row {i}");
         assert_eq!(d.not_found.is_some(), cfs.is_empty(), "row {i}");
         assert_eq!(d.found(), d.answers.iter().any(|c| c.confirmed), "row {i}");
-        let fact = a.model.classify(x)[0];
+        let fact = a.model().unwrap().classify(x)[0];
         assert_eq!(d.fact.index, fact);
         for (got, want) in d.answers.iter().zip(&cfs) {
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
@@ -367,7 +371,7 @@ fn test_preview_gives_the_devices_answers_judged_on_the_host() {
                 Source::Person => NO_REGION,
             };
             assert_eq!(leaf, want.leaf, "row {i}");
-            let judged = a.model.classify(&got.encoded)[0];
+            let judged = a.model().unwrap().classify(&got.encoded)[0];
             assert_eq!(got.confirmed, judged != fact, "row {i}");
             assert_eq!(got.model.index, judged);
             assert_eq!(got.changes.len(), got.l0);
@@ -401,7 +405,7 @@ fn test_preview_gives_the_devices_answers_judged_on_the_host() {
         preview.explain(x, &query, Some(2), Options::default(), 1, 0),
         Err(PreviewError::UnknownClass { .. })
     ));
-    let fact = a.model.classify(x)[0];
+    let fact = a.model().unwrap().classify(x)[0];
     let err = preview.explain(x, &query, Some(fact), Options::default(), 1, 0).unwrap_err();
     assert!(matches!(err, PreviewError::DesiredIsCurrent { .. }), "{err}");
 }
@@ -415,7 +419,7 @@ fn test_preview_honours_the_query_and_marks_unconfirmed_answers() {
     use cent_nostd::schema::Mutability;
     let a = adult();
     let occupation = a.prepared.encoding.feature_index("occupation").unwrap();
-    let mut preview = Preview::new(&bundle().bytes, "adult.cent", a, SEED, host(), &a.model).unwrap();
+    let mut preview = Preview::new(&bundle().bytes, "adult.cent", a, SEED, host(), a.model().unwrap()).unwrap();
     let free = host().schema().default_query();
     let mut fixed = free.clone();
     fixed.mutability[occupation] = Mutability::Immutable;
@@ -447,6 +451,6 @@ fn test_preview_honours_the_query_and_marks_unconfirmed_answers() {
     }
     assert!(shown > 0, "the device's answers are still shown");
     // A bundle of other data, model or seed is refused.
-    let err = Preview::new(&bundle().bytes, "adult.cent", a, SEED + 1, host(), &a.model).unwrap_err();
+    let err = Preview::new(&bundle().bytes, "adult.cent", a, SEED + 1, host(), a.model().unwrap()).unwrap_err();
     assert!(err.to_string().contains("adult.cent"), "{err}");
 }

@@ -15,7 +15,7 @@ use cent_lab::evaluate::{Bench, Config, MethodKind};
 use cent_nostd::counterfactual;
 
 fn load(source: Source) -> Artifacts {
-    Setup { source, model: ModelKind::Mlp, cache: common::cache(), seed: common::SEED }
+    Setup { source, model: Some(ModelKind::Mlp), cache: common::cache(), seed: common::SEED }
         .load()
         .expect("artifacts load or train")
 }
@@ -25,18 +25,19 @@ fn load(source: Source) -> Artifacts {
 fn explain_rows(a: &Artifacts, n: usize) -> usize {
     let enc = &a.prepared.encoding;
     let config = explain::Config { n: 1, seed: common::SEED, ..explain::Config::default() };
-    let cent = Explainer::new(enc, &a.model, &a.vae.encoder, &a.prepared.train.data, config).expect("explainer");
+    let cent =
+        Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, config).expect("explainer");
     let support = Support::new(enc, &a.prepared.train.data);
     let schema = enc.to_core_schema();
     let query = schema.default_query();
     let mut found = 0;
     for r in 0..n {
         let x = a.prepared.test.row(r);
-        let fact = a.model.classify(x)[0];
+        let fact = a.model().unwrap().classify(x)[0];
         let Ok(e) = cent.explain(x, &query, None) else { continue };
         for cf in &e.counterfactuals {
             assert_eq!(cf.encoded.len(), enc.n_cols());
-            assert_ne!(a.model.classify(&cf.encoded)[0], fact, "row {r}: does not flip");
+            assert_ne!(a.model().unwrap().classify(&cf.encoded)[0], fact, "row {r}: does not flip");
             assert_eq!(counterfactual::check(&schema, &query, x, &cf.encoded), Ok(()), "row {r}");
             assert_eq!(support.link_violations(&cf.encoded), 0, "row {r}: a link is broken");
         }
@@ -48,7 +49,7 @@ fn explain_rows(a: &Artifacts, n: usize) -> usize {
 /// CEnt and the random baseline on `factuals` drawn test rows: found answers flip the model
 /// and break nothing.
 fn evaluate(a: &Artifacts, factuals: usize) {
-    let bench = Bench::new(&a.prepared, &a.model, &a.vae, Config::new(factuals, 3)).expect("labels");
+    let bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, Config::new(factuals, 3)).expect("labels");
     let rows = bench.factuals().expect("labels");
     for kind in [MethodKind::Cent, MethodKind::Random] {
         let s = bench.run(kind, &rows).expect("runs").summary;

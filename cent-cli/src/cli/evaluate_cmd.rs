@@ -3,7 +3,7 @@
 
 use super::{DataArgs, ModelArg};
 use anyhow::{Context, Result};
-use cent_host::artifacts::{Artifacts, Setup, Source};
+use cent_host::artifacts::{ArtifactError, Artifacts, Setup, Source};
 use cent_host::blackbox::{BlackBox, ModelKind, Scores};
 use cent_lab::evaluate::report::{self, Meta, PairReport};
 use cent_lab::evaluate::{self, Bench, Config, MethodKind, MethodResult, SweepPoint, plots};
@@ -192,7 +192,9 @@ fn model_label(data: &DataArgs) -> String {
 /// The scores of the model under evaluation: the built-in one's from loading, an ONNX model's
 /// measured here (and warned about when it gives one class to nearly every test row).
 fn test_scores(model: &dyn BlackBox, a: &Artifacts, onnx: Option<&Path>) -> Result<Scores> {
-    let Some(path) = onnx else { return Ok(a.scores.clone()) };
+    let Some(path) = onnx else {
+        return Ok(a.builtin.as_ref().ok_or(ArtifactError::NoModel)?.scores.clone());
+    };
     let scores = cent_host::blackbox::scores(model, &a.prepared.test.data, &a.prepared.test_labels)?;
     super::warn_dominant(&format!("the ONNX model {}", path.display()), &scores, a);
     Ok(scores)
@@ -352,15 +354,15 @@ fn all(args: &EvaluateArgs) -> Result<ExitCode> {
             let t = Instant::now();
             let setup = Setup {
                 source: Source::Builtin(dataset.to_string()),
-                model: kind,
+                model: Some(kind),
                 cache: args.data.cache.clone(),
                 seed: args.data.seed,
             };
-            let a =
-                super::load_reported(&setup, args.data.quiet, false).with_context(|| format!("loading {dataset}"))?;
+            let a = super::load_reported(&setup, args.data.quiet).with_context(|| format!("loading {dataset}"))?;
+            let b = a.builtin.as_ref().ok_or(ArtifactError::NoModel)?;
             let label = if kind == ModelKind::Lr { "lr" } else { "mlp" };
             let setup_seconds = t.elapsed().as_secs_f64();
-            pairs.push(evaluate_pair(&a, &a.model, label, &a.scores, setup_seconds, args)?);
+            pairs.push(evaluate_pair(&a, &b.model, label, &b.scores, setup_seconds, args)?);
         }
     }
     let plots = plots::write_all(&out.join("plots"), &pairs)?;

@@ -30,7 +30,7 @@ mod query;
 mod text_cmd;
 
 use anyhow::Result;
-use cent_host::artifacts::{Artifacts, How, Origin, Setup, Source};
+use cent_host::artifacts::{ArtifactError, Artifacts, How, Origin, Setup, Source};
 use cent_host::blackbox::{ModelKind, Scores};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -296,12 +296,14 @@ impl DataArgs {
             Some(schema) => Source::Custom { csv: self.data.clone(), schema: schema.clone() },
             None => Source::Builtin(self.dataset.clone()),
         };
-        let model = match self.model {
-            ModelArg::Lr => ModelKind::Lr,
-            ModelArg::Mlp => ModelKind::Mlp,
+        // An ONNX file replaces the built-in model, which is then neither trained nor read.
+        let model = match (&self.onnx, self.model) {
+            (Some(_), _) => None,
+            (None, ModelArg::Lr) => Some(ModelKind::Lr),
+            (None, ModelArg::Mlp) => Some(ModelKind::Mlp),
         };
         let setup = Setup { source, model, cache: self.cache.clone(), seed: self.seed };
-        DataSetup { setup, quiet: self.quiet, onnx: self.onnx.is_some() }
+        DataSetup { setup, quiet: self.quiet }
     }
 }
 
@@ -310,28 +312,26 @@ impl DataArgs {
 pub struct DataSetup {
     pub setup: Setup,
     quiet: bool,
-    /// The built-in model is not the one explained (`--onnx`), so it is not warned about.
-    onnx: bool,
 }
 
 impl DataSetup {
     /// [`Setup::load`], reporting as [`load_reported`] does.
     pub fn load(&self) -> Result<Artifacts> {
-        load_reported(&self.setup, self.quiet, self.onnx)
+        load_reported(&self.setup, self.quiet)
     }
 }
 
-/// [`Setup::load`], then on stderr where each model came from (unless `quiet`) and, unless
-/// `onnx` replaces it, a warning when the built-in model gives one class to nearly every test row.
-pub(crate) fn load_reported(setup: &Setup, quiet: bool, onnx: bool) -> Result<Artifacts> {
+/// [`Setup::load`], then on stderr where each model came from (unless `quiet`) and a warning
+/// when the built-in model, if one was loaded, gives one class to nearly every test row.
+pub(crate) fn load_reported(setup: &Setup, quiet: bool) -> Result<Artifacts> {
     let a = setup.load_with(&progress::Bars::new(quiet))?;
     if !quiet {
         for o in a.origins() {
             eprintln!("{}", timed(o));
         }
     }
-    if !onnx {
-        warn_dominant(&format!("the {:?} model", a.model.kind), &a.scores, &a);
+    if let Some(b) = &a.builtin {
+        warn_dominant(&format!("the {:?} model", b.model.kind), &b.scores, &a);
     }
     Ok(a)
 }
@@ -400,7 +400,7 @@ pub fn run() -> Result<ExitCode> {
 /// `cent train`: where each model came from on stdout (always), training times on stderr.
 fn train(args: &DataArgs) -> Result<ExitCode> {
     let data = args.setup();
-    let a = load_reported(&data.setup, true, data.onnx)?;
+    let a = load_reported(&data.setup, true)?;
     for o in a.origins() {
         outln!("{o}")?;
         if let (How::Trained { seconds, .. }, false) = (&o.how, args.quiet) {
@@ -423,7 +423,10 @@ fn train(args: &DataArgs) -> Result<ExitCode> {
 /// test row is warned about here (the built-in one when it is loaded).
 pub(crate) fn describe_black_box(a: &Artifacts, onnx: Option<&std::path::Path>) -> Result<(String, Scores)> {
     match onnx {
-        None => Ok((format!("the {:?} model", a.model.kind), a.scores.clone())),
+        None => {
+            let b = a.builtin.as_ref().ok_or(ArtifactError::NoModel)?;
+            Ok((format!("the {:?} model", b.model.kind), b.scores.clone()))
+        }
         Some(path) => {
             let model = a.black_box(Some(path))?;
             let what = format!("the ONNX model {}", path.display());

@@ -29,7 +29,7 @@ pub fn adult() -> &'static Artifacts {
     static A: OnceLock<Artifacts> = OnceLock::new();
     A.get_or_init(|| {
         let setup =
-            Setup { source: Source::Builtin("adult".into()), model: ModelKind::Mlp, cache: cache(), seed: SEED };
+            Setup { source: Source::Builtin("adult".into()), model: Some(ModelKind::Mlp), cache: cache(), seed: SEED };
         setup.load().expect("adult artifacts load or train")
     })
 }
