@@ -58,7 +58,7 @@ pub enum ArtifactError {
     Cache { path: String, source: std::io::Error },
     #[error(transparent)]
     Onnx(#[from] crate::onnx::OnnxError),
-    #[error("no black box: no built-in model (lr or mlp) was loaded and no ONNX file was given")]
+    #[error("no built-in model (lr or mlp) was loaded: the setup named none")]
     NoModel,
 }
 

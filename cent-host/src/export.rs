@@ -35,7 +35,7 @@ pub enum ExportError {
     #[error("encoding the bundle: {0}")]
     Encode(String),
     /// A bundle carries the built-in classifier, and none was loaded.
-    #[error("a bundle carries a built-in classifier (lr or mlp): {0}")]
+    #[error("a bundle carries the built-in classifier: {0}")]
     Artifacts(#[from] crate::artifacts::ArtifactError),
 }
 

@@ -68,7 +68,7 @@ pub enum ValidateError {
     #[error(transparent)]
     Model(#[from] crate::blackbox::ModelError),
     /// A bundle is validated against the built-in classifier, and none was loaded.
-    #[error("validating a bundle needs its built-in classifier (lr or mlp): {0}")]
+    #[error("a bundle is validated against the built-in classifier: {0}")]
     Artifacts(#[from] crate::artifacts::ArtifactError),
 }
 

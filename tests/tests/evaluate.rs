@@ -230,3 +230,27 @@ fn test_unseen_values_and_link_violations_are_measured() {
     let m = measure(&judge, x, &both, 1).unwrap();
     assert_eq!((m.link_violations, m.redundancy), (0, 0));
 }
+
+/// A setup without a built-in model (the caller brings its own black box) trains and caches
+/// only the VAE; the built-in classifier is then asked for in vain, by name.
+#[test]
+fn test_setup_without_a_builtin_model_trains_only_the_vae() {
+    use cent_host::artifacts::{ArtifactError, Setup, Source};
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/onnx");
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-builtin");
+    let _ = std::fs::remove_dir_all(&cache);
+    let source = Source::Custom { csv: None, schema: fixtures.join("trees.toml") };
+    let a = Setup { source, model: None, cache: cache.clone(), seed: 1 }.load().expect("trees data and VAE");
+    assert!(a.builtin.is_none());
+    let origins: Vec<_> = a.origins().map(|o| o.artifact.clone()).collect();
+    assert_eq!(origins, ["VAE"]);
+    let files: Vec<_> = std::fs::read_dir(cache.join("models")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(files, ["trees-vae-seed1.json"]);
+    assert!(matches!(a.black_box(None), Err(ArtifactError::NoModel)));
+    assert!(matches!(a.model(), Err(ArtifactError::NoModel)));
+    let model = a.black_box(Some(&fixtures.join("skl-rf.onnx"))).expect("the forest fits its data");
+    assert_eq!(model.classes(), 2);
+    let params = cent_host::atlas::AtlasParams::default();
+    let err = cent_host::export::export(&a, params, cent_host::export::Widths::I16).unwrap_err();
+    assert!(err.to_string().contains("the setup named none"), "{err}");
+}
