@@ -239,6 +239,12 @@ fn cases() -> Vec<Case> {
         case("flag-split-unknown", Flags(&["--row", "0", "--split", "dev"]), 2, &["--split", "dev"]),
         case("flag-row-and-query", Flags(&["--row", "0", "--query", "q.json"]), 2, &["--row", "--query"]),
         case("flag-onnx-missing", Flags(&["--row", "0", "--onnx", "nope.onnx"]), 1, &["nope.onnx"]),
+        case(
+            "flag-onnx-and-model",
+            Flags(&["--row", "0", "--onnx", "m.onnx", "--model", "lr"]),
+            2,
+            &["--model", "--onnx"],
+        ),
         case("flag-query-missing", Flags(&["--query", "nope.json"]), 1, &["nope.json"]),
         case("flag-unknown-dataset", Command(&["explain", "--dataset", "nope", "--row", "0"]), 2, &["nope", "adult"]),
         case("flag-data-without-schema", Command(&["explain", "--data", "x.csv", "--row", "0"]), 2, &["--schema"]),

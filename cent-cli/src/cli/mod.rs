@@ -267,9 +267,10 @@ pub struct DataArgs {
     /// Black box: lr (logistic regression) or mlp (13-4 ReLU).
     #[arg(long, value_enum, default_value_t = ModelArg::Mlp)]
     pub model: ModelArg,
-    /// Your own classifier as an ONNX file (replaces --model): one float input [batch, encoded
-    /// columns] in the schema's column order, a probability output (see README, "Bring your own model").
-    #[arg(long)]
+    /// Your own classifier as an ONNX file (instead of --model; no built-in model is then
+    /// trained or read): one float input [batch, encoded columns] in the schema's column order,
+    /// a probability output (see README, "Bring your own model").
+    #[arg(long, conflicts_with = "model")]
     pub onnx: Option<PathBuf>,
     /// Cache of fetched datasets and trained models (a model is reused only for the data,
     /// schema and options it was trained from).
