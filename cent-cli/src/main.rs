@@ -9,12 +9,18 @@ mod cli;
 fn main() -> ExitCode {
     match cli::run() {
         Ok(code) => code,
-        Err(e) if e.downcast_ref::<cli::StdoutClosed>().is_some() => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<cli::StdoutClosed>().is_some() || broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", message(&e));
             cli::exit_code(&e)
         }
     }
+}
+
+/// A write into a closed pipe among the error's causes: the reader of stdout (`head`) has
+/// stopped reading, which ends the command quietly. (Writing a file never fails this way.)
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
 /// The error and its causes, `: `-separated, without a cause its error already shows (many

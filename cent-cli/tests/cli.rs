@@ -187,8 +187,11 @@ fn test_closed_stdout_is_no_panic() {
     let q = q.to_str().unwrap();
     let bundle = toy.file("pipe", "toy.cent", "");
     let bundle = bundle.to_str().unwrap();
-    let commands: [&[&str]; 8] = [
+    let people = toy.csv.to_str().unwrap();
+    let commands: [&[&str]; 10] = [
         &["explain", "--query", q],
+        &["batch", "--input", people, "--out", "-", "--limit", "40"],
+        &["encode", "--out", "-"],
         &["explain", "--query", q, "--format", "json"],
         &["demo", "--count", "2"],
         &["train"],
@@ -1082,4 +1085,63 @@ fn test_explain_with_a_bundle_shows_the_devices_answers_judged() {
     let o = toy.run("explain", &["--row", "0", "--bundle", junk.to_str().unwrap()]);
     assert_fails_with(&o, &["junk.cent", "not a valid bundle"]);
     assert_eq!(o.status.code(), Some(1));
+}
+
+/// `cent encode` writes each split's rows as the models see them, each row beside its own
+/// class: on the toy data (`good` exactly when income is above 60 or the job is manager) the
+/// encoded income separates the classes of the other jobs, in the CSV and in the Parquet file.
+#[test]
+fn test_encode_writes_the_rows_models_train_on() {
+    let toy = toy();
+    let dir = dir("encode");
+    let read_csv = |path: &Path| -> (Vec<String>, Vec<Vec<f32>>) {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut lines = text.lines();
+        let header = lines.next().unwrap().split(',').map(String::from).collect();
+        (header, lines.map(|l| l.split(',').map(|v| v.parse().unwrap()).collect()).collect())
+    };
+    let mut total = 0;
+    for split in ["train", "test"] {
+        let out = dir.join(format!("{split}.csv"));
+        let o = toy.run("encode", &["--split", split, "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let (header, rows) = read_csv(&out);
+        assert_eq!(header, ["income", "age", "job=clerk", "job=manager", "job=other", "y"]);
+        assert!(rows.iter().flatten().all(|v| (0.0..=1.0).contains(v)), "{split}: values outside [0, 1]");
+        let (mut bad, mut good) = (f32::NEG_INFINITY, f32::INFINITY);
+        for r in rows.iter().filter(|r| r[3] == 0.0) {
+            if r[5] == 1.0 { good = good.min(r[0]) } else { bad = bad.max(r[0]) }
+        }
+        assert!(bad < good, "{split}: the encoded income does not separate the classes ({bad} ≥ {good})");
+        assert!(rows.iter().filter(|r| r[3] == 1.0).all(|r| r[5] == 1.0), "{split}: a manager is not `good`");
+        total += rows.len();
+    }
+    assert_eq!(total, 400, "the two splits hold every row once");
+    // The same test rows as Parquet.
+    let out = dir.join("test.parquet");
+    let o = toy.run("encode", &["--split", "test", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file = std::fs::File::open(&out).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let mut rows: Vec<Vec<f32>> = Vec::new();
+    for batch in reader {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float32Type, UInt32Type};
+        let batch = batch.unwrap();
+        for i in 0..batch.num_rows() {
+            let mut row: Vec<f32> = (0..5).map(|c| batch.column(c).as_primitive::<Float32Type>().value(i)).collect();
+            row.push(batch.column(5).as_primitive::<UInt32Type>().value(i) as f32);
+            rows.push(row);
+        }
+    }
+    assert_eq!(rows, read_csv(&dir.join("test.csv")).1, "Parquet and CSV hold the same test rows");
+    for (args, code, needle) in [
+        (vec!["--out", "rows.json"], 2, "CSV (.csv"),
+        (vec!["--out", "no/such/dir/rows.csv"], 1, "no directory"),
+        (vec!["--out", "rows.csv", "--model", "lr"], 2, "--model"),
+    ] {
+        let o = toy.run("encode", &args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
 }

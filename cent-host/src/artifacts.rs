@@ -232,10 +232,7 @@ impl Setup {
     /// # Errors
     /// As [`Setup::load`].
     pub fn load_with(&self, progress: &dyn Progress) -> Result<Artifacts, ArtifactError> {
-        let table = self.table()?;
-        let name = table.name().to_string();
-        self.check_classes(&name, table.labels(), table.classes())?;
-        let prepared = data::prepare(table, data::TEST_FRACTION, self.seed)?;
+        let (name, prepared) = self.prepare()?;
         let dir = self.cache.join("models");
         std::fs::create_dir_all(&dir)
             .map_err(|source| ArtifactError::Cache { path: dir.display().to_string(), source })?;
@@ -252,6 +249,18 @@ impl Setup {
         };
         let (vae, vae_origin) = self.vae(&dir, &name, &prepared, (&schema, &data), progress)?;
         Ok(Artifacts { name, prepared, vae, vae_origin, builtin })
+    }
+
+    /// Loads the dataset and splits it (seeded by `seed`), training nothing: the encoded rows
+    /// every model of this setup sees, and the dataset's name.
+    ///
+    /// # Errors
+    /// As [`Setup::load`], without the training errors.
+    pub fn prepare(&self) -> Result<(String, Prepared), ArtifactError> {
+        let table = self.table()?;
+        let name = table.name().to_string();
+        self.check_classes(&name, table.labels(), table.classes())?;
+        Ok((name, data::prepare(table, data::TEST_FRACTION, self.seed)?))
     }
 
     /// Refuses data whose rows all hold one class: every model would predict it.

@@ -144,7 +144,11 @@ pub enum BatchError {
     #[error("cannot start {threads} worker threads: {error}")]
     Threads { threads: usize, error: String },
     #[error("cannot write the result of input line {line}: {error}")]
-    Sink { line: usize, error: std::io::Error },
+    Sink {
+        line: usize,
+        #[source]
+        error: std::io::Error,
+    },
 }
 
 /// Explains every row of `rows` under `query` and hands each row with its outcome to `sink`, in

@@ -21,6 +21,7 @@ macro_rules! out {
 
 mod audit_cmd;
 mod batch_cmd;
+mod encode_cmd;
 mod evaluate_cmd;
 mod explain_cmd;
 mod export_cmd;
@@ -136,6 +137,22 @@ enum Command {
     ///   cent train --data toy.csv --schema toy.toml --model lr --cache /tmp/cent-cache
     #[command(verbatim_doc_comment)]
     Train(DataArgs),
+    /// Write a split's rows as the models see them: what your own model trains on
+    ///
+    /// One column per encoded column, in the order a model's input takes them (a number
+    /// min-max scaled by the training split's range or the schema's `range`, a binary feature
+    /// 0/1, a category one-hot as `feature=category`), then the row's class as its index in the
+    /// schema's [target] classes (the model's output column), under the target column's name.
+    /// Row i is `cent explain --split <SPLIT> --row i`. Train on these rows, export the model to
+    /// ONNX and explain it with --onnx (see docs/onnx.md); the same --seed gives the same split.
+    ///
+    /// Examples:
+    ///   cent encode --dataset adult --out adult-train.csv
+    ///   cent encode --schema loans.toml --split test --out loans-test.parquet
+    // `[target]` above is the schema's TOML table, shown as is by --help, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    #[command(verbatim_doc_comment)]
+    Encode(encode_cmd::EncodeArgs),
     /// Explain one decision: the cheapest feasible changes that flip it
     ///
     /// Examples:
@@ -385,6 +402,7 @@ pub fn run() -> Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
         Command::Train(args) => train(&args),
+        Command::Encode(args) => encode_cmd::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),
         Command::Batch(args) => batch_cmd::run(&args),
         Command::Audit(args) => audit_cmd::run(&args),

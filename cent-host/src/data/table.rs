@@ -112,6 +112,8 @@ pub struct Table {
     /// Row-major, `attributes.len()` values per row.
     values: Vec<Value>,
     labels: Vec<usize>,
+    /// The schema's target column.
+    target: String,
     classes: Vec<String>,
     favourable: usize,
     report: LoadReport,
@@ -157,6 +159,11 @@ impl Table {
     /// Dataset name from the schema.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Name of the target column (the schema's `[target] column`).
+    pub fn target_column(&self) -> &str {
+        &self.target
     }
 
     /// Number of rows.
@@ -485,6 +492,7 @@ impl<'s> Loader<'s> {
             links: schema.links(),
             values,
             labels: self.labels,
+            target: schema.target.column.clone(),
             classes: schema.target.classes.iter().map(|c| c.name.clone()).collect(),
             favourable: schema.favourable_class().unwrap_or(0),
             report,
