@@ -649,7 +649,8 @@ fn test_killed_batch_leaves_whole_lines_of_whole_chunks() {
 }
 
 /// `cent audit` over `cent batch`'s output: per group, people and refused people agree with a
-/// count of the input and of the batch's lines.
+/// count of the input and of the batch's lines; rows the batch could not explain are counted
+/// as their group's errors and in no other figure.
 #[test]
 fn test_audit_counts_match_the_batch() {
     let t = toy();
@@ -657,6 +658,8 @@ fn test_audit_counts_match_the_batch() {
     for i in 0..30 {
         rows.push_str(&format!("{},{},{}\n", i * 11 % 100, 20 + i % 40, ["clerk", "manager", "other"][i % 3]));
     }
+    // Three clerks whose income is no number.
+    rows.push_str("lots,30,clerk\n,31,clerk\n?,32,clerk\n");
     let input = t.file("audit", "people.csv", &rows);
     let results = input.with_file_name("results.jsonl");
     let o = t.run("batch", &["--input", input.to_str().unwrap(), "--out", results.to_str().unwrap()]);
@@ -673,9 +676,11 @@ fn test_audit_counts_match_the_batch() {
     assert!(o.status.success(), "{}", stderr(&o));
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("audit.json")).unwrap()).expect("audit.json");
-    assert_eq!(report["people"], 30);
+    assert_eq!((report["people"].as_u64(), report["errors"].as_u64()), (Some(30), Some(3)));
     let lines: Vec<serde_json::Value> =
         std::fs::read_to_string(&results).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines[30..].iter().all(|l| l["error"].is_string()), "the last three rows are errors");
+    let lines = &lines[..30];
     for (k, job) in ["clerk", "manager", "other"].iter().enumerate() {
         let g = report["groups"].as_array().unwrap().iter().find(|g| g["value"] == *job).expect("a group per job");
         let mine: Vec<&serde_json::Value> =
@@ -687,6 +692,7 @@ fn test_audit_counts_match_the_batch() {
             (Some(10), Some(refused as u64), Some(with as u64)),
             "{job}"
         );
+        assert_eq!(g["errors"].as_u64(), Some(if *job == "clerk" { 3 } else { 0 }), "{job}");
     }
     let md = std::fs::read_to_string(out_dir.join("audit.md")).unwrap();
     assert!(md.contains("## job") && md.contains("Gap between groups"), "{md}");

@@ -1,7 +1,9 @@
 //! The burden of recourse by group: over a batch's results, per value of each protected feature,
 //! how many people were refused, the share of them with any recourse, and the median cost,
 //! changed features and target probability of their best answer; and the gap between the best
-//! and the worst served group of each feature.
+//! and the worst served group of each feature. Rows the batch could not explain (a missing or
+//! unreadable value) are in no figure but their group's count of errors, so that an audit
+//! shows whom the batch left out as well as whom it served.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -16,12 +18,14 @@ pub struct Recourse {
 }
 
 /// One person of a batch: their value of each audited feature (in the order of [`audit`]'s
-/// `by`), whether the model refused them, and their best answer when they have one.
+/// `by`), whether the model refused them, and their best answer when they have one; or, when
+/// `error`, a row the batch could not explain (counted in its groups' `errors` only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub groups: Vec<String>,
     pub refused: bool,
     pub recourse: Option<Recourse>,
+    pub error: bool,
 }
 
 /// The figures of one group (one value of one feature).
@@ -29,7 +33,10 @@ pub struct Record {
 pub struct Group {
     pub feature: String,
     pub value: String,
+    /// People the batch explained (or found already favourable).
     pub people: usize,
+    /// Rows of this group the batch could not explain: in none of the other figures.
+    pub errors: usize,
     pub refused: usize,
     /// Refused people with at least one counterfactual.
     pub with_recourse: usize,
@@ -54,6 +61,8 @@ pub struct Gap {
 pub struct Report {
     pub by: Vec<String>,
     pub people: usize,
+    /// Rows the batch could not explain, left out of every figure but the groups' `errors`.
+    pub errors: usize,
     pub groups: Vec<Group>,
     pub gaps: Vec<Gap>,
 }
@@ -61,6 +70,7 @@ pub struct Report {
 #[derive(Default)]
 struct Tally {
     people: usize,
+    errors: usize,
     refused: usize,
     costs: Vec<f64>,
     l0: Vec<f64>,
@@ -70,11 +80,19 @@ struct Tally {
 /// Groups `records` by each feature of `by` (a record's `groups[i]` is its value of `by[i]`).
 pub fn audit(by: &[String], records: impl IntoIterator<Item = Record>) -> Report {
     let mut tallies: Vec<BTreeMap<String, Tally>> = by.iter().map(|_| BTreeMap::new()).collect();
-    let mut people = 0;
+    let (mut people, mut errors) = (0, 0);
     for r in records {
-        people += 1;
+        if r.error {
+            errors += 1;
+        } else {
+            people += 1;
+        }
         for (tally, value) in tallies.iter_mut().zip(&r.groups) {
             let t = tally.entry(value.clone()).or_default();
+            if r.error {
+                t.errors += 1;
+                continue;
+            }
             t.people += 1;
             if !r.refused {
                 continue;
@@ -97,6 +115,7 @@ pub fn audit(by: &[String], records: impl IntoIterator<Item = Record>) -> Report
                 feature: feature.clone(),
                 value,
                 people: t.people,
+                errors: t.errors,
                 refused: t.refused,
                 with_recourse,
                 recourse_share: (t.refused > 0).then(|| with_recourse as f64 / t.refused as f64),
@@ -116,7 +135,7 @@ pub fn audit(by: &[String], records: impl IntoIterator<Item = Record>) -> Report
             median_cost: spread(|g| g.median_cost),
         });
     }
-    Report { by: by.to_vec(), people, groups, gaps }
+    Report { by: by.to_vec(), people, errors, groups, gaps }
 }
 
 fn median(v: &mut [f64]) -> Option<f64> {
@@ -133,20 +152,23 @@ impl Report {
     pub fn markdown(&self) -> String {
         let fmt = |v: Option<f64>, digits: usize| v.map_or_else(|| "–".to_string(), |x| format!("{x:.digits$}"));
         let mut s = format!(
-            "# Recourse by group\n\n{} people; refused = the model does not give them the favourable class.\n",
-            self.people
+            "# Recourse by group\n\n{} people; refused = the model does not give them the favourable class; \
+             errors = rows the batch could not explain (a missing or unreadable value), in no other figure \
+             ({} in all).\n",
+            self.people, self.errors
         );
         for (feature, gap) in self.by.iter().zip(&self.gaps) {
             let _ = write!(
                 s,
-                "\n## {feature}\n\n| {feature} | people | refused | with recourse | share | median cost | median l0 | median p(target) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
+                "\n## {feature}\n\n| {feature} | people | errors | refused | with recourse | share | median cost | median l0 | median p(target) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
             );
             for g in self.groups.iter().filter(|g| &g.feature == feature) {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     g.value,
                     g.people,
+                    g.errors,
                     g.refused,
                     g.with_recourse,
                     fmt(g.recourse_share, 2),
@@ -229,6 +251,7 @@ mod tests {
             groups: vec![sex.to_string()],
             refused,
             recourse: recourse.map(|(cost, l0, probability)| Recourse { cost, l0, probability }),
+            error: false,
         }
     }
 
@@ -242,23 +265,30 @@ mod tests {
             rec("Male", true, Some((0.5, 1, 0.7))),
             rec("Male", false, None),
             rec("Male", false, None),
+            Record { error: true, ..rec("Female", false, None) },
+            Record { error: true, ..rec("Other", true, Some((9.0, 9, 0.9))) },
         ];
         let r = audit(&["sex".to_string()], records);
-        assert_eq!(r.people, 7);
+        assert_eq!((r.people, r.errors), (7, 2));
         let f = &r.groups[0];
         // Female: 4 people, 3 refused, 2 with recourse; costs 1 and 3, l0 1 and 2.
         assert_eq!((f.value.as_str(), f.people, f.refused, f.with_recourse), ("Female", 4, 3, 2));
+        assert_eq!(f.errors, 1);
         assert_eq!(f.recourse_share, Some(2.0 / 3.0));
         assert_eq!((f.median_cost, f.median_l0), (Some(2.0), Some(1.5)));
         assert!((f.median_probability.unwrap() - 0.7).abs() < 1e-6);
         let m = &r.groups[1];
         assert_eq!((m.value.as_str(), m.people, m.refused, m.with_recourse), ("Male", 3, 1, 1));
         assert_eq!((m.recourse_share, m.median_cost), (Some(1.0), Some(0.5)));
+        // A group only errors fill: counted, in no other figure, in no gap.
+        let o = &r.groups[2];
+        assert_eq!((o.value.as_str(), o.people, o.errors, o.refused, o.recourse_share), ("Other", 0, 1, 0, None));
         let gap = &r.gaps[0];
         assert!((gap.recourse_share.unwrap() - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(gap.median_cost, Some(1.5));
         let md = r.markdown();
-        assert!(md.contains("| Female | 4 | 3 | 2 | 0.67 | 2.000 | 1.5 | 0.70 |"), "{md}");
+        assert!(md.contains("| Female | 4 | 1 | 3 | 2 | 0.67 | 2.000 | 1.5 | 0.70 |"), "{md}");
+        assert!(md.contains("(2 in all)"), "{md}");
         assert!(md.contains("Gap between groups: recourse share 0.33, median cost 1.500."), "{md}");
     }
 

@@ -40,9 +40,7 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         let Some(values) = groups.get(&r.line) else {
             bail!("{}: input line {} is not in {}", args.results.display(), r.line, args.input.display())
         };
-        if !r.error {
-            records.push(Record { groups: values.clone(), refused: !r.favourable, recourse: r.best });
-        }
+        records.push(Record { groups: values.clone(), refused: !r.favourable, recourse: r.best, error: r.error });
     }
     let report = audit::audit(&by, records);
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -53,7 +51,14 @@ pub fn run(args: &AuditArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot write {}", json.display()))?;
     let svg = args.out.join("audit.svg");
     report.plot(&svg).map_err(|e| anyhow::anyhow!("cannot draw {}: {e}", svg.display()))?;
-    outln!("wrote {}, {} and {} ({} people)", md.display(), json.display(), svg.display(), report.people)?;
+    outln!(
+        "wrote {}, {} and {} ({} people; {} rows the batch could not explain)",
+        md.display(),
+        json.display(),
+        svg.display(),
+        report.people,
+        report.errors
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -195,7 +195,8 @@ enum Command {
     /// Per value of each --by column of the batch's input: people, refused, refused with any
     /// counterfactual and their share, and the median cost, changed features and target
     /// probability of the best answer; then the gap between the best and worst served group.
-    /// Writes audit.md and audit.json into --out. Rows the batch could not read are left out.
+    /// Writes audit.md and audit.json into --out. Rows the batch could not explain (a missing or
+    /// unreadable value) are counted per group as errors and are in no other figure.
     ///
     /// Example:
     ///   cent batch --dataset adult --input people.csv --out recourse.jsonl
