@@ -1132,19 +1132,44 @@ fn test_encode_writes_the_rows_models_train_on() {
     let mut rows: Vec<Vec<f32>> = Vec::new();
     for batch in reader {
         use arrow_array::cast::AsArray;
-        use arrow_array::types::{Float32Type, UInt32Type};
+        use arrow_array::types::{Float32Type, UInt64Type};
         let batch = batch.unwrap();
         for i in 0..batch.num_rows() {
             let mut row: Vec<f32> = (0..5).map(|c| batch.column(c).as_primitive::<Float32Type>().value(i)).collect();
-            row.push(batch.column(5).as_primitive::<UInt32Type>().value(i) as f32);
+            row.push(batch.column(5).as_primitive::<UInt64Type>().value(i) as f32);
             rows.push(row);
         }
     }
     assert_eq!(rows, read_csv(&dir.join("test.csv")).1, "Parquet and CSV hold the same test rows");
+    // The data file itself as people (its class column ignored): the same rows as the two
+    // splits together, each after its line; a row that cannot be read is named and left out.
+    let mut text = std::fs::read_to_string(&toy.csv).unwrap();
+    text.push_str("lots,30,clerk,0\n");
+    let people = toy.file("encode", "people.csv", &text);
+    let out = dir.join("people.csv");
+    let o = toy.run("encode", &["--input", people.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("people.csv: line 402: feature `income`"), "{}", stderr(&o));
+    let (header, mut encoded) = read_csv(&out);
+    assert_eq!(header, ["line", "income", "age", "job=clerk", "job=manager", "job=other"]);
+    assert_eq!(encoded.iter().map(|r| r[0] as usize).collect::<Vec<_>>(), (2..402).collect::<Vec<_>>());
+    let mut splits: Vec<Vec<f32>> = ["train", "test"]
+        .iter()
+        .flat_map(|s| read_csv(&dir.join(format!("{s}.csv"))).1)
+        .map(|r| r[..5].to_vec())
+        .collect();
+    let key = |a: &Vec<f32>, b: &Vec<f32>| {
+        a.iter().zip(b).map(|(x, y)| x.total_cmp(y)).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+    };
+    let mut people_rows: Vec<Vec<f32>> = encoded.iter_mut().map(|r| r[1..].to_vec()).collect();
+    people_rows.sort_by(key);
+    splits.sort_by(key);
+    assert_eq!(people_rows, splits, "a file's people are encoded as the data's rows are");
     for (args, code, needle) in [
         (vec!["--out", "rows.json"], 2, "CSV (.csv"),
         (vec!["--out", "no/such/dir/rows.csv"], 1, "no directory"),
         (vec!["--out", "rows.csv", "--model", "lr"], 2, "--model"),
+        (vec!["--out", "rows.csv", "--input", "nope.csv"], 1, "nope.csv"),
     ] {
         let o = toy.run("encode", &args);
         assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));

@@ -1,8 +1,11 @@
-//! `cent encode`: a split's rows as the models see them, for training one's own model.
+//! `cent encode`: rows as the models see them: a split's, for training one's own model, or a
+//! file's people, for that model to score.
 
 use super::explain_cmd::SplitArg;
 use anyhow::{Context, Result};
 use cent_host::artifacts::{Setup, Source};
+use cent_host::encoded::{Id, Writer};
+use cent_host::rows::Input;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +24,12 @@ pub struct EncodeArgs {
     /// Which split to write: the rows a model trains on, or the held-out ones.
     #[arg(long, value_enum, default_value_t = SplitArg::Train)]
     split: SplitArg,
+    /// People to encode instead of a split: a CSV or Parquet file as `cent batch` reads it
+    /// (raw values, a column per feature; other columns are ignored). Each row is written with
+    /// its `line` (CSV: its line, the header being line 1; Parquet: its row, from 1) first; a
+    /// row that cannot be encoded is named on stderr and left out (exit code 1).
+    #[arg(long, conflicts_with = "split")]
+    input: Option<PathBuf>,
     /// Output file: .csv or .parquet (.pq); `-` writes CSV to stdout.
     #[arg(long)]
     out: PathBuf,
@@ -37,33 +46,63 @@ pub struct EncodeArgs {
 
 /// `cent encode`.
 pub fn run(args: &EncodeArgs) -> Result<ExitCode> {
-    // A name cent cannot write, or a directory that is not there, fails before the data is read.
+    // A name cent cannot write, a directory that is not there or an input that cannot be
+    // opened fails before the data is read.
     cent_host::encoded::format(&args.out).map_err(|e| super::usage(e.to_string()))?;
     super::out_dir_exists("--out", &args.out)?;
+    let input = args.input.as_deref().map(Input::open).transpose()?;
     let source = match &args.schema {
         Some(schema) => Source::Custom { csv: args.data.clone(), schema: schema.clone() },
         None => Source::Builtin(args.dataset.clone()),
     };
     let setup = Setup { source, model: None, cache: args.cache.clone(), seed: args.seed };
     let (name, p) = setup.prepare()?;
-    let (rows, labels, split) = match args.split {
-        SplitArg::Train => (&p.train.data, &p.train_labels, "training"),
-        SplitArg::Test => (&p.test.data, &p.test_labels, "test"),
-    };
     let target = match p.table.target_column() {
         "" => "class",
         column => column,
     };
-    let written = cent_host::encoded::write(&args.out, &p.encoding, target, rows, labels)
-        .with_context(|| format!("writing the encoded {split} rows of {name}"))?;
+    let Some(input) = input else {
+        let (rows, labels, split) = match args.split {
+            SplitArg::Train => (&p.train.data, &p.train_labels, "training"),
+            SplitArg::Test => (&p.test.data, &p.test_labels, "test"),
+        };
+        let written = cent_host::encoded::write_split(&args.out, &p.encoding, target, rows, labels)
+            .with_context(|| format!("writing the encoded {split} rows of {name}"))?;
+        if !args.quiet {
+            let classes: Vec<String> =
+                p.encoding.classes().iter().enumerate().map(|(i, c)| format!("{i} `{c}`")).collect();
+            eprintln!(
+                "{name}: {written} {split} rows × {} encoded columns, then `{target}` (class index: {}), to {}",
+                p.encoding.n_cols(),
+                classes.join(", "),
+                args.out.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let shown = args.input.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+    let ignored = input.ignored_columns(&p.encoding, Some(target))?;
+    if !args.quiet && !ignored.is_empty() {
+        eprintln!("{shown}: columns that are no feature, ignored: {}", ignored.join(", "));
+    }
+    let mut w = Writer::create(&args.out, &p.encoding, Id::Before("line"))?;
+    let mut errors = 0usize;
+    for row in input.rows(&p.encoding, Some(target))? {
+        match row.x {
+            Ok(x) => w.push(&x, row.line as u64)?,
+            Err(e) => {
+                errors += 1;
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    let written = w.finish()?;
     if !args.quiet {
-        let classes: Vec<String> = p.encoding.classes().iter().enumerate().map(|(i, c)| format!("{i} `{c}`")).collect();
         eprintln!(
-            "{name}: {written} {split} rows × {} encoded columns, then `{target}` (class index: {}), to {}",
+            "{shown}: {written} people × {} encoded columns of {name}, after `line`, to {}; {errors} left out",
             p.encoding.n_cols(),
-            classes.join(", "),
             args.out.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -137,18 +137,22 @@ enum Command {
     ///   cent train --data toy.csv --schema toy.toml --model lr --cache /tmp/cent-cache
     #[command(verbatim_doc_comment)]
     Train(DataArgs),
-    /// Write a split's rows as the models see them: what your own model trains on
+    /// Write rows as the models see them: what your own model trains on, or scores
     ///
     /// One column per encoded column, in the order a model's input takes them (a number
     /// min-max scaled by the training split's range or the schema's `range`, a binary feature
-    /// 0/1, a category one-hot as `feature=category`), then the row's class as its index in the
-    /// schema's [target] classes (the model's output column), under the target column's name.
-    /// Row i is `cent explain --split <SPLIT> --row i`. Train on these rows, export the model to
-    /// ONNX and explain it with --onnx (see docs/onnx.md); the same --seed gives the same split.
+    /// 0/1, a category one-hot as `feature=category`). A split's rows come with their class
+    /// after them, as its index in the schema's [target] classes (the model's output column),
+    /// under the target column's name; row i is `cent explain --split <SPLIT> --row i`. Train on
+    /// them, export the model to ONNX and explain it with --onnx (see docs/onnx.md); the same
+    /// --seed gives the same split and scaling. With --input, a file's people (raw values, as
+    /// `cent batch` reads them) come with their `line` before them, encoded the same way, for
+    /// that model to score; a row that cannot be read is named on stderr and left out (exit 1).
     ///
     /// Examples:
     ///   cent encode --dataset adult --out adult-train.csv
     ///   cent encode --schema loans.toml --split test --out loans-test.parquet
+    ///   cent encode --dataset adult --input applicants.csv --out applicants-encoded.parquet
     // `[target]` above is the schema's TOML table, shown as is by --help, not a doc link.
     #[allow(rustdoc::broken_intra_doc_links)]
     #[command(verbatim_doc_comment)]
