@@ -75,7 +75,7 @@ pub enum LookupError {
     #[error("feature `{feature}`: `{value}` is not {expected}")]
     BadValue { feature: String, value: String, expected: String },
     /// A value the schema reads as missing (an empty field, `?` in Adult's files).
-    #[error("feature `{feature}` is missing ({}); a person is explained with every feature known", if value.is_empty() { "an empty field".to_string() } else { format!("`{value}`") })]
+    #[error("feature `{feature}` is missing ({}); every feature needs a known value", if value.is_empty() { "an empty field".to_string() } else { format!("`{value}`") })]
     Missing { feature: String, value: String },
     #[error(
         "feature `{feature}`: {value} is outside its range [{min}, {max}] (the schema's `range`, else the training rows' minimum and maximum)"
@@ -820,7 +820,7 @@ kind = "continuous"
         let missing = e.parse_value(1, " ? ").unwrap_err();
         assert_eq!(
             missing.to_string(),
-            "feature `job` is missing (`?`); a person is explained with every feature known"
+            "feature `job` is missing (`?`); every feature needs a known value"
         );
         assert!(e.parse_value(0, "").unwrap_err().to_string().starts_with("feature `age` is missing (an empty field)"));
     }
