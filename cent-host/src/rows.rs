@@ -100,6 +100,11 @@ impl Input {
         Ok(Input { path: path.to_path_buf(), format, columns, keep: Vec::new() })
     }
 
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Carries the columns `names` of every row, as text, into its [`Row::kept`] (an
     /// identifier to join the results on, say); a column may also be a feature.
     ///

@@ -4,6 +4,7 @@
 use super::explain_cmd::SplitArg;
 use anyhow::{Context, Result};
 use cent_host::artifacts::{Setup, Source};
+use cent_host::data::Prepared;
 use cent_host::encoded::{Id, Writer};
 use cent_host::rows::Input;
 use clap::Args;
@@ -61,26 +62,35 @@ pub fn run(args: &EncodeArgs) -> Result<ExitCode> {
         "" => "class",
         column => column,
     };
-    let Some(input) = input else {
-        let (rows, labels, split) = match args.split {
-            SplitArg::Train => (&p.train.data, &p.train_labels, "training"),
-            SplitArg::Test => (&p.test.data, &p.test_labels, "test"),
-        };
-        let written = cent_host::encoded::write_split(&args.out, &p.encoding, target, rows, labels)
-            .with_context(|| format!("writing the encoded {split} rows of {name}"))?;
-        if !args.quiet {
-            let classes: Vec<String> =
-                p.encoding.classes().iter().enumerate().map(|(i, c)| format!("{i} `{c}`")).collect();
-            eprintln!(
-                "{name}: {written} {split} rows × {} encoded columns, then `{target}` (class index: {}), to {}",
-                p.encoding.n_cols(),
-                classes.join(", "),
-                args.out.display()
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
+    match input {
+        None => split(args, &name, &p, target),
+        Some(input) => people(args, &input, &name, &p, target),
+    }
+}
+
+/// The training or test split, each row with its class.
+fn split(args: &EncodeArgs, name: &str, p: &Prepared, target: &str) -> Result<ExitCode> {
+    let (rows, labels, split) = match args.split {
+        SplitArg::Train => (&p.train.data, &p.train_labels, "training"),
+        SplitArg::Test => (&p.test.data, &p.test_labels, "test"),
     };
-    let shown = args.input.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+    let written = cent_host::encoded::write_split(&args.out, &p.encoding, target, rows, labels)
+        .with_context(|| format!("writing the encoded {split} rows of {name}"))?;
+    if !args.quiet {
+        let classes: Vec<String> = p.encoding.classes().iter().enumerate().map(|(i, c)| format!("{i} `{c}`")).collect();
+        eprintln!(
+            "{name}: {written} {split} rows × {} encoded columns, then `{target}` (class index: {}), to {}",
+            p.encoding.n_cols(),
+            classes.join(", "),
+            args.out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A file's people, each after its line; a row that cannot be read is named and left out.
+fn people(args: &EncodeArgs, input: &Input, name: &str, p: &Prepared, target: &str) -> Result<ExitCode> {
+    let shown = input.path().display();
     let ignored = input.ignored_columns(&p.encoding, Some(target))?;
     if !args.quiet && !ignored.is_empty() {
         eprintln!("{shown}: columns that are no feature, ignored: {}", ignored.join(", "));

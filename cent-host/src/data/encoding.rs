@@ -818,10 +818,7 @@ kind = "continuous"
         let input = Input { name: "toy.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
         let e = Encoding::fit(&Table::read(&schema, &[input]).unwrap(), &[0, 1, 2]).unwrap();
         let missing = e.parse_value(1, " ? ").unwrap_err();
-        assert_eq!(
-            missing.to_string(),
-            "feature `job` is missing (`?`); every feature needs a known value"
-        );
+        assert_eq!(missing.to_string(), "feature `job` is missing (`?`); every feature needs a known value");
         assert!(e.parse_value(0, "").unwrap_err().to_string().starts_with("feature `age` is missing (an empty field)"));
     }
 
