@@ -220,6 +220,45 @@ fn load(setup: &Setup, onnx: Option<&Path>, python: Option<PyModel>, config: Con
     .map_err(cent_error)
 }
 
+/// A built-in dataset, or a schema with its data (a CSV, or the schema's own source).
+fn source(dataset: Option<String>, schema: Option<PathBuf>, data: Option<PathBuf>) -> PyResult<Source> {
+    match (schema, data) {
+        (Some(schema), csv) => Ok(Source::Custom { csv, schema }),
+        (None, Some(_)) => Err(CentError::new_err("data needs a schema (schema=path.toml)")),
+        (None, None) => Ok(Source::Builtin(dataset.unwrap_or_else(|| "adult".into()))),
+    }
+}
+
+/// One split's encoded rows (float32 bytes), their count, their class indices, the encoded
+/// column names and the target column's name, loading and splitting the data only (no model
+/// is trained or read): `cent encode`.
+#[pyfunction]
+#[pyo3(signature = (dataset, schema, data, split, seed, cache))]
+#[allow(clippy::type_complexity)] // reason: the tuple the Python wrapper unpacks
+fn encoded_split<'py>(
+    py: Python<'py>,
+    dataset: Option<String>,
+    schema: Option<PathBuf>,
+    data: Option<PathBuf>,
+    split: &str,
+    seed: u64,
+    cache: PathBuf,
+) -> PyResult<(Bound<'py, PyBytes>, usize, Vec<usize>, Vec<String>, String)> {
+    let train = match split {
+        "train" => true,
+        "test" => false,
+        other => return Err(CentError::new_err(format!("unknown split `{other}`; splits: train, test"))),
+    };
+    let setup = Setup { source: source(dataset, schema, data)?, model: None, cache, seed };
+    let (_, p) = py.detach(|| setup.prepare()).map_err(cent_error)?;
+    let (rows, labels) = if train { (&p.train.data, &p.train_labels) } else { (&p.test.data, &p.test_labels) };
+    let target = match p.table.target_column() {
+        "" => "class".to_string(),
+        column => column.to_string(),
+    };
+    Ok((f32_bytes(py, rows), labels.len(), labels.clone(), p.encoding.column_names(), target))
+}
+
 /// The schema's target column, as the CLI finds it.
 fn target_column(source: &Source) -> Option<String> {
     let schema = match source {
@@ -270,11 +309,7 @@ impl Core {
             "lr" => ModelKind::Lr,
             other => return Err(CentError::new_err(format!("unknown model `{other}`; built-in models: mlp, lr"))),
         };
-        let source = match (schema, data) {
-            (Some(schema), csv) => Source::Custom { csv, schema },
-            (None, Some(_)) => return Err(CentError::new_err("data needs a schema (schema=path.toml)")),
-            (None, None) => Source::Builtin(dataset.unwrap_or_else(|| "adult".into())),
-        };
+        let source = source(dataset, schema, data)?;
         // The caller's own black box replaces the built-in model, which is then neither trained nor read.
         let builtin = (onnx.is_none() && python.is_none()).then_some(kind);
         let setup = Setup { source, model: builtin, cache, seed };
@@ -543,6 +578,7 @@ impl Core {
 #[pymodule]
 fn _cent(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
+    m.add_function(wrap_pyfunction!(encoded_split, m)?)?;
     m.add("CentError", m.py().get_type::<CentError>())?;
     Ok(())
 }

@@ -95,3 +95,16 @@ def test_own_model_trains_no_builtin(tmp_path):
         explainer = cent.Explainer(schema=str(fixtures / "trees.toml"), model=model, seed=1, cache=str(cache))
         assert explainer.features[0] == "x0"
         assert sorted(p.name for p in (cache / "models").iterdir()) == ["trees-vae-seed1.json"]
+
+
+def test_encoded_split_is_the_explainers_rows_without_a_model(adult, tmp_path):
+    """``cent.encoded_split`` gives the rows and classes an Explainer of the same data and seed
+    has, loading the data only: the cache it is given stays without models."""
+    for split, (x, y) in (("train", adult.training_rows()), ("test", adult.test_rows())):
+        frame = cent.encoded_split("adult", split=split, seed=1, cache=str(tmp_path))
+        assert list(frame.columns) == adult.columns + ["income"]
+        assert np.array_equal(frame[adult.columns].to_numpy(np.float64), x)
+        assert np.array_equal(frame["income"].to_numpy(), y)
+    assert not (tmp_path / "models").exists()
+    with pytest.raises(cent.CentError, match="unknown split `dev`"):
+        cent.encoded_split("adult", split="dev", cache=str(tmp_path))

@@ -8,8 +8,8 @@ file, or any Python object with ``predict_proba``. It runs the same library code
 
 A Python model is called with the *encoded* rows that cent's own classifiers see: a 2-D
 ``float64`` numpy array with one column per name of :attr:`Explainer.columns` (numbers scaled to
-[0, 1], one-hot categories). Train it on :meth:`Explainer.training_rows` or on
-:meth:`Explainer.encode` of your own frame.
+[0, 1], one-hot categories). Train it on :func:`encoded_split` (no model needed),
+:meth:`Explainer.training_rows` or :meth:`Explainer.encode` of your own frame.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ._cent import CentError, Core
+from ._cent import CentError, Core, encoded_split as _encoded_split
 
-__all__ = ["CentError", "Explainer", "Result", "Results"]
+__all__ = ["CentError", "Explainer", "Result", "Results", "encoded_split"]
 
 _NUMERIC = {"continuous", "integer"}
 
@@ -175,11 +175,7 @@ class Explainer:
         widen: int = 1,
         plausibility: float = 0.6,
     ) -> None:
-        if dataset is not None and schema is not None:
-            raise CentError("give either dataset or schema, not both")
-        cache = cache if cache is not None else os.environ.get("CENT_CACHE", "data/cache")
-        cache = os.path.abspath(os.fspath(cache))
-        schema = os.path.abspath(os.fspath(schema)) if schema is not None else None
+        schema, cache = _paths(dataset, schema, cache)
         self._args = dict(
             dataset=dataset, schema=schema, data=data, model=model, seed=seed, cache=cache,
             k=k, max_search=max_search, widen=widen, plausibility=plausibility,
@@ -193,12 +189,7 @@ class Explainer:
                 kind = text
         else:
             python = model
-        csv, frame_file = None, None
-        if data is not None and hasattr(data, "to_csv"):
-            frame_file = _frame_csv(data)
-            csv = frame_file
-        elif data is not None:
-            csv = os.path.abspath(os.fspath(data))
+        csv, frame_file = _data_file(data)
         try:
             self._core = Core(
                 dataset, schema, csv, kind, onnx, python, int(seed), cache,
@@ -428,6 +419,57 @@ def _device_results(label: Any, answer: dict) -> list[Result]:
             values=values, explanation=device, **common,
         ))
     return out
+
+
+def encoded_split(
+    dataset: str | None = None,
+    *,
+    schema: str | os.PathLike | None = None,
+    data: Any = None,
+    split: str = "train",
+    seed: int = 1,
+    cache: str | os.PathLike | None = None,
+):
+    """One split's rows as the models see them, as a DataFrame: one ``float32`` column per
+    encoded column (:attr:`Explainer.columns`), then the row's class index (``int64``) under the
+    target column's name; what a model of your own trains on (``split="train"``) or is tested
+    on (``"test"``), encoded as an :class:`Explainer` with the same data and ``seed`` gives it
+    rows. Loads and splits the data only: no model is trained or read (the CLI's
+    ``cent encode``). ``dataset``, ``schema``, ``data``, ``seed`` and ``cache`` as for
+    :class:`Explainer`."""
+    import pandas as pd
+
+    schema, cache = _paths(dataset, schema, cache)
+    csv, frame_file = _data_file(data)
+    try:
+        raw, n, labels, columns, target = _encoded_split(dataset, schema, csv, split, int(seed), cache)
+    finally:
+        if frame_file is not None:
+            os.unlink(frame_file)
+    x = np.frombuffer(raw, dtype=np.float32).reshape(n, len(columns))
+    frame = pd.DataFrame(x, columns=columns)
+    frame[target] = np.asarray(labels, dtype=np.int64)
+    return frame
+
+
+def _paths(dataset, schema, cache) -> tuple[str | None, str]:
+    """The schema and the cache (default ``$CENT_CACHE``, else ``data/cache``) as absolute paths."""
+    if dataset is not None and schema is not None:
+        raise CentError("give either dataset or schema, not both")
+    cache = cache if cache is not None else os.environ.get("CENT_CACHE", "data/cache")
+    schema = os.path.abspath(os.fspath(schema)) if schema is not None else None
+    return schema, os.path.abspath(os.fspath(cache))
+
+
+def _data_file(data) -> tuple[str | None, str | None]:
+    """The data's file for the library, and the temporary file a DataFrame was written to (the
+    caller removes it)."""
+    if data is not None and hasattr(data, "to_csv"):
+        frame_file = _frame_csv(data)
+        return frame_file, frame_file
+    if data is not None:
+        return os.path.abspath(os.fspath(data)), None
+    return None, None
 
 
 def _frame_csv(frame) -> str:

@@ -106,3 +106,13 @@ class Explainer:
         cost: Optional[Mapping[str, float]] = None,
         min_probability: Optional[float] = None,
     ) -> Any: ...
+
+def encoded_split(
+    dataset: Optional[str] = None,
+    *,
+    schema: Union[str, os.PathLike[str], None] = None,
+    data: Any = None,
+    split: str = "train",
+    seed: int = 1,
+    cache: Union[str, os.PathLike[str], None] = None,
+) -> Any: ...
