@@ -447,7 +447,7 @@ def encoded_split(
         if frame_file is not None:
             os.unlink(frame_file)
     x = np.frombuffer(raw, dtype=np.float32).reshape(n, len(columns))
-    frame = pd.DataFrame(x, columns=columns)
+    frame = pd.DataFrame(x, columns=columns, copy=True)  # the bytes are read-only
     frame[target] = np.asarray(labels, dtype=np.int64)
     return frame
 
