@@ -279,15 +279,9 @@ fn io_error(e: csv::Error) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::schema::Schema;
-    use crate::data::table::{Input, Table};
 
-    const SCHEMA: &str = r#"
-name = "toy"
-[target]
-column = "y"
-favourable = "yes"
-classes = [{ name = "no", values = ["0"] }, { name = "yes", values = ["1"] }]
+    /// A number and a category of two values.
+    const FEATURES: &str = r#"
 [[feature]]
 name = "age"
 kind = "integer"
@@ -298,10 +292,7 @@ categories = ["a", "b"]
 "#;
 
     fn encoding() -> Encoding {
-        let schema = Schema::from_toml(SCHEMA, "toy.toml").unwrap();
-        let bytes = b"age,job,y\n20,a,0\n60,b,1\n".to_vec();
-        let table = Table::read(&schema, &[Input { name: "toy.csv".into(), bytes, skip_lines: 0 }]).unwrap();
-        Encoding::fit(&table, &[0, 1]).unwrap()
+        crate::data::toy(FEATURES, "age,job,y\n20,a,0\n60,b,1\n", &[0, 1]).1
     }
 
     fn dir(name: &str) -> PathBuf {

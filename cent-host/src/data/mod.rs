@@ -211,6 +211,24 @@ pub fn prepare(table: Table, test_fraction: f64, seed: u64) -> Result<Prepared, 
     Ok(Prepared { table, split, encoding, train, train_labels, test, test_labels })
 }
 
+/// For unit tests: a two-class toy dataset (`name = "toy"`, target column `y`, `0` is `no`,
+/// `1` is the favourable `yes`) with the `[[feature]]` tables `features`, read from `csv` (a
+/// header, then rows) and encoded on the rows `train`.
+#[cfg(test)]
+pub(crate) fn toy(features: &str, csv: &str, train: &[usize]) -> (Table, Encoding) {
+    const HEADER: &str = r#"name = "toy"
+[target]
+column = "y"
+favourable = "yes"
+classes = [{ name = "no", values = ["0"] }, { name = "yes", values = ["1"] }]
+"#;
+    let schema = Schema::from_toml(&format!("{HEADER}{features}"), "toy.toml").expect("a toy schema");
+    let input = Input { name: "toy.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
+    let table = Table::read(&schema, &[input]).expect("toy rows");
+    let encoding = Encoding::fit(&table, train).expect("a toy encoding");
+    (table, encoding)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
