@@ -5,8 +5,9 @@
 //! a feature no column gives (or two give) is an error of the file, found before any row is read
 //! ([`Input::ignored_columns`]); other columns (the schema's target, an identifier, a column the
 //! schema drops) are ignored, and [`Input::keeping`] carries named ones into each row as text.
-//! Values are read with the schema's `map`, `other` and missing markers, as its data are. A row that cannot be read or parsed becomes a [`Row`] holding its reason, naming the
-//! file, the row and the field; the rows after it are still read. Memory holds one record (CSV)
+//! Values are read with the schema's `map`, `other` and missing markers, as its data are. A row
+//! that cannot be read or parsed becomes a [`Row`] holding its reason, naming the file, the row
+//! and the field; the rows after it are still read. Memory holds one record (CSV)
 //! or one record batch (Parquet) at a time.
 //!
 //! A row's [`Row::line`] is its place in the file: the line of a CSV record (the header is line
