@@ -10,7 +10,8 @@
 //! class with at least the required probability: what CEnt's answers must meet too. Each
 //! counting candidate is measured as [`crate::metrics`] measures an answer: its yNN over the
 //! same reference rows, and its redundancy (changes that, set back alone, leave the model at
-//! the target class without breaking a link).
+//! the target class without breaking a link; or, read by a scorer that knows no links
+//! ([`SetBack::Plain`]), whatever combination the set-back leaves).
 //!
 //! Per factual it keeps the best yNN for each (changes, redundancy), and the best yNN among
 //! the answers no larger than a given one (at most its changes and its `l1`): a method's answer
@@ -58,6 +59,17 @@ pub struct Size {
     pub l1: f64,
 }
 
+/// Which set-backs make a change redundant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SetBack {
+    /// Only a set-back that breaks no schema link ([`crate::metrics::redundancy`]): one that
+    /// leaves a combination nobody has is no alternative.
+    Linked,
+    /// Every set-back, whatever combination it leaves: how a scorer that does not know the
+    /// schema's links counts (a marital status set back alone, its household role kept).
+    Plain,
+}
+
 /// What the search needs of one dataset × model pair.
 #[derive(Clone, Copy)]
 pub struct Setting<'a> {
@@ -74,6 +86,8 @@ pub struct Setting<'a> {
     pub min_probability: f32,
     /// Values of a numeric feature a candidate may take at most ([`GRID`] by default).
     pub grid: usize,
+    /// Which set-backs count towards an answer's redundancy.
+    pub set_back: SetBack,
 }
 
 impl std::fmt::Debug for Setting<'_> {
@@ -178,8 +192,8 @@ impl<'a> Setting<'a> {
             }
         }
         let singles = all.iter().take_while(|m| m[1] == NONE).count();
-        // Per single move: feasible and unbroken, and the model's class is the target (for the
-        // redundancy of the pairs that contain it).
+        // Per single move: feasible (and unbroken, unless set-backs are read without links),
+        // and the model's class is the target (for the redundancy of the pairs that contain it).
         let mut single_flips = vec![false; singles];
         let mut best: Vec<(Choice, Vec<f32>)> = Vec::new();
         let mut within: Option<Choice> = None;
@@ -190,30 +204,39 @@ impl<'a> Setting<'a> {
         for (chunk_no, chunk) in all.chunks(CHUNK).enumerate() {
             let mut batch: Vec<f32> = Vec::with_capacity(chunk.len() * cols);
             let mut kept: Vec<usize> = Vec::new();
+            // Per kept candidate, whether it breaks a link: then it is no answer, and it is
+            // only asked for as a set-back a scorer without links would count.
+            let mut broken: Vec<bool> = Vec::new();
             for (i, m) in chunk.iter().enumerate() {
                 row.copy_from_slice(x);
                 write(&mut row, m[0]);
                 write(&mut row, m[1]);
-                if counterfactual::check(self.schema, self.query, x, &row).is_ok() && self.support.broken(x, &row) == 0
-                {
+                if counterfactual::check(self.schema, self.query, x, &row).is_err() {
+                    continue;
+                }
+                let breaks = self.support.broken(x, &row) > 0;
+                if !breaks || (m[1] == NONE && self.set_back == SetBack::Plain) {
                     batch.extend_from_slice(&row);
                     kept.push(i);
+                    broken.push(breaks);
                 }
             }
-            feasible += kept.len();
+            feasible += broken.iter().filter(|&&b| !b).count();
             if kept.is_empty() {
                 continue;
             }
             let classes = self.model.classes();
             let proba = self.model.probabilities(&batch)?;
-            for ((&i, p), cand) in kept.iter().zip(proba.chunks_exact(classes)).zip(batch.chunks_exact(cols)) {
+            for (((&i, &breaks), p), cand) in
+                kept.iter().zip(&broken).zip(proba.chunks_exact(classes)).zip(batch.chunks_exact(cols))
+            {
                 let index = chunk_no * CHUNK + i;
                 let m = &all[index];
                 let class = argmax(p);
                 if m[1] == NONE {
                     single_flips[index] = class == target;
                 }
-                if class != target || p[target] < self.min_probability {
+                if breaks || class != target || p[target] < self.min_probability {
                     continue;
                 }
                 confirmed += 1;
@@ -413,6 +436,7 @@ mod tests {
             labels: reference.labels(),
             min_probability: 0.6,
             grid: GRID,
+            set_back: SetBack::Linked,
         };
         // The kinds of answer met and the factuals where the size held the best one back: the
         // cases must exercise both.
@@ -477,5 +501,88 @@ mod tests {
         }
         assert!(kinds.contains(&(1, 0)) && kinds.contains(&(2, 0)) && kinds.contains(&(2, 1)), "{kinds:?}");
         assert!(limited > 0);
+    }
+    /// Class 1 when either of two linked yes/no features is yes.
+    struct Either;
+
+    impl BlackBox for Either {
+        fn classes(&self) -> usize {
+            2
+        }
+        fn inputs(&self) -> usize {
+            5
+        }
+        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
+            Ok(rows.chunks_exact(5).flat_map(|r| if r[1] + r[3] > 0.5 { [0.1, 0.9] } else { [0.9, 0.1] }).collect())
+        }
+    }
+
+    #[test]
+    fn test_a_linked_pair_is_redundant_only_to_a_scorer_without_links() {
+        use cent_host::data::{Encoding, Input, Schema, Table};
+        // `a` and `b` are one to one (a yes goes with a yes); either yes gives class 1, so
+        // each of the pair's changes is enough alone, but only in a combination nobody has.
+        let toml = r#"name = "pair"
+[target]
+column = "y"
+favourable = "1"
+classes = [{ name = "0", values = ["0"] }, { name = "1", values = ["1"] }]
+[[feature]]
+name = "a"
+kind = "categorical"
+categories = ["no", "yes"]
+[[feature]]
+name = "b"
+kind = "categorical"
+categories = ["no", "yes"]
+[[feature]]
+name = "n"
+kind = "integer"
+mutability = "immutable"
+[[link]]
+kind = "one_to_one"
+features = ["a", "b"]
+"#;
+        let csv = "a,b,n,y\nno,no,1,0\nyes,yes,2,1\nno,no,3,0\nyes,yes,4,1\n";
+        let schema = Schema::from_toml(toml, "pair.toml").unwrap();
+        let input = Input { name: "pair.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
+        let table = Table::read(&schema, &[input]).unwrap();
+        let all: Vec<usize> = (0..table.len()).collect();
+        let encoding = Encoding::fit(&table, &all).unwrap();
+        let rows = encoding.encode_rows(&table, &all).unwrap();
+        let pool: Vec<f32> = rows.rows().flatten().copied().collect();
+        let core = encoding.to_core_schema();
+        let query = core.default_query();
+        let support = Support::new(&encoding, &pool);
+        let reference = Reference::new(&Either, pool.clone(), 5).unwrap();
+        let x = rows.row(0);
+        let run = |set_back| {
+            let setting = Setting {
+                schema: &core,
+                query: &query,
+                model: &Either,
+                support: &support,
+                pool: &pool,
+                reference: reference.rows(),
+                labels: reference.labels(),
+                min_probability: 0.6,
+                grid: GRID,
+                set_back,
+            };
+            setting.factual(x, 1, None).unwrap()
+        };
+        let linked = run(SetBack::Linked);
+        let plain = run(SetBack::Plain);
+        // The only answer: both yes. A single yes breaks the link and is no answer either way.
+        let both = vec![0.0, 1.0, 0.0, 1.0, x[4]];
+        for found in [&linked, &plain] {
+            assert_eq!(found.answers, vec![both.clone()]);
+            assert_eq!(found.feasible, 1);
+            assert_eq!(found.confirmed, 1);
+        }
+        assert_eq!(linked.choices[0].redundancy, 0);
+        assert_eq!(plain.choices[0].redundancy, 2);
+        assert_eq!(metrics::redundancy(&core, &Either, &support, x, &both, 1).unwrap(), 0);
+        assert_eq!(metrics::redundancy(&core, &Either, &Support::none(5), x, &both, 1).unwrap(), 2);
     }
 }

@@ -447,6 +447,7 @@ impl<'a> Bench<'a> {
             labels: self.reference.labels(),
             min_probability: self.explainer.config.min_probability,
             grid,
+            set_back: bound::SetBack::Linked,
         };
         factuals
             .par_iter()
