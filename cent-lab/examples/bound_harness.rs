@@ -6,8 +6,11 @@
 //! people have) and observed values, at the given probability of the target class.
 //!
 //! ```sh
-//! cargo run --release -p cent-lab --example bound_harness -- /tmp/peers-out mlp 0.6
+//! cargo run --release -p cent-lab --example bound_harness -- /tmp/peers-out mlp 0.6 [first] [out.json]
 //! ```
+//!
+//! `first` limits the run to the first factuals; `out.json` receives, per factual, the best
+//! answer of each kind (changes, redundancy) with its changes, read both ways.
 //!
 //! The first argument is the harness's `prepare.py` output (its ONNX models and
 //! `factuals_raw.csv`); the target of each factual is the class the model does not give it.
@@ -36,6 +39,7 @@ fn main() {
     let model_name = args.get(1).map_or("mlp", String::as_str).to_string();
     let min_probability: f32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0.6);
     let first: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(usize::MAX);
+    let json = args.get(4).map(PathBuf::from);
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache");
     let setup = Setup { source: Source::Builtin("adult-wide".into()), model: None, cache, seed: 1 };
     let (_, prepared) = setup.prepare().expect("adult-wide");
@@ -84,10 +88,38 @@ fn main() {
         factuals.len(),
         start.elapsed().as_secs_f64()
     );
-    for (k, label) in [(0, "scorer without links"), (1, "cent's links")] {
+    if let Some(path) = &json {
+        // Per factual, each kind of answer found: its measures and its changes, read both ways.
+        let describe = |x: &[f32], a: &[f32]| -> Vec<String> {
+            let (before, after) = (enc.decode(x).expect("decoded"), enc.decode(a).expect("decoded"));
+            (0..before.len())
+                .filter(|&j| before[j] != after[j])
+                .map(|j| {
+                    let name = &enc.attributes()[j].name;
+                    format!("{name}: {} -> {}", enc.format_value(j, before[j]), enc.format_value(j, after[j]))
+                })
+                .collect()
+        };
+        let rows: Vec<serde_json::Value> = factuals
+            .iter()
+            .zip(&found)
+            .map(|((id, x), f)| {
+                let read = |f: &bound::Factual| -> Vec<serde_json::Value> {
+                    f.choices
+                        .iter()
+                        .zip(&f.answers)
+                        .map(|(c, a)| serde_json::json!({ "choice": c, "changes": describe(x, a) }))
+                        .collect()
+                };
+                serde_json::json!({ "row_id": id, "plain": read(&f[0]), "linked": read(&f[1]) })
+            })
+            .collect();
+        std::fs::write(path, serde_json::to_string_pretty(&rows).expect("json")).expect("written");
+    }
+    for (k, label) in [(0, "as a scorer without links reads it"), (1, "with cent's links")] {
         let choices: Vec<&[Choice]> = found.iter().map(|f| f[k].choices.as_slice()).collect();
         let answered = choices.iter().filter(|c| !c.is_empty()).count();
-        println!("\nredundancy read by the {label}: {answered} factuals have an answer of <= 2 changes");
+        println!("\nredundancy {label}: {answered} factuals have an answer of <= 2 changes");
         for (max_l0, max_red) in [(1, 0), (2, 0), (2, 2)] {
             let best: Vec<Choice> = choices
                 .iter()
