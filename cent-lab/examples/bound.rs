@@ -1,7 +1,8 @@
 //! Prints, for one dataset × model pair, the best mean yNN any method could reach on the
 //! evaluation's factuals while meeting the goals on l0 and redundancy, next to CEnt's own.
 //!
-//! `cargo run -p cent-lab --example bound -- adult mlp 100 1`
+//! `cargo run -p cent-lab --example bound -- adult mlp 100 1 [grid] [out.json]` (`out.json`: per
+//! factual, CEnt's answer's measures and the best answer found of each kind)
 
 use cent_host::artifacts::{Setup, Source};
 use cent_host::blackbox::ModelKind;
@@ -49,6 +50,16 @@ fn main() {
         pairs.iter().map(|p| p.2).sum::<f64>() / n,
         pairs.iter().filter(|p| p.0 < p.1).count()
     );
+    if let Some(path) = args.get(5) {
+        // Per factual: CEnt's answer's measures and the best answer found per (changes, redundancy).
+        let rows: Vec<serde_json::Value> = rows
+            .iter()
+            .zip(&run.rows)
+            .zip(&found)
+            .map(|((r, row), f)| serde_json::json!({ "row": r, "cent": row.measures, "choices": f.choices }))
+            .collect();
+        std::fs::write(path, serde_json::to_string_pretty(&rows).expect("json")).expect("written");
+    }
     let with_answer = found.iter().filter(|f| !f.choices.is_empty()).count();
     println!("factuals with an answer of <= 2 changes: {with_answer}");
     let best = |f: &bound::Factual, max_l0: usize, max_red: usize| {
