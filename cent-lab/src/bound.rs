@@ -349,10 +349,10 @@ mod tests {
         f64::from(rng.next_u32()) / f64::from(u32::MAX)
     }
 
-    /// Class 1 iff the two numbers sum past 1.
-    struct Sum;
+    /// A model of five columns that gives class 1 (at probability 0.9) where its rule holds.
+    struct Rule(fn(&[f32]) -> bool);
 
-    impl BlackBox for Sum {
+    impl BlackBox for Rule {
         fn classes(&self) -> usize {
             2
         }
@@ -360,9 +360,12 @@ mod tests {
             5
         }
         fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
-            Ok(rows.chunks_exact(5).flat_map(|r| if r[0] + r[4] > 1.0 { [0.2, 0.8] } else { [0.8, 0.2] }).collect())
+            Ok(rows.chunks_exact(5).flat_map(|r| if (self.0)(r) { [0.1, 0.9] } else { [0.9, 0.1] }).collect())
         }
     }
+
+    /// Class 1 iff the two numbers sum past 1.
+    const SUM: Rule = Rule(|r| r[0] + r[4] > 1.0);
 
     #[test]
     fn test_nearest_gives_the_reference_ynn() {
@@ -379,7 +382,7 @@ mod tests {
                 [a, f32::from(k == 0), f32::from(k == 1), f32::from(k == 2), b]
             })
             .collect();
-        let reference = Reference::new(&Sum, rows.clone(), cols).unwrap();
+        let reference = Reference::new(&SUM, rows.clone(), cols).unwrap();
         for case in 0..50 {
             let x: Vec<f32> = rows[case * cols..(case + 1) * cols].to_vec();
             let near = Nearest::new(&x, &rows, cols);
@@ -502,20 +505,9 @@ mod tests {
         assert!(kinds.contains(&(1, 0)) && kinds.contains(&(2, 0)) && kinds.contains(&(2, 1)), "{kinds:?}");
         assert!(limited > 0);
     }
-    /// Class 1 when either of two linked yes/no features is yes.
-    struct Either;
 
-    impl BlackBox for Either {
-        fn classes(&self) -> usize {
-            2
-        }
-        fn inputs(&self) -> usize {
-            5
-        }
-        fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
-            Ok(rows.chunks_exact(5).flat_map(|r| if r[1] + r[3] > 0.5 { [0.1, 0.9] } else { [0.9, 0.1] }).collect())
-        }
-    }
+    /// Class 1 when either of two linked yes/no features (columns 1 and 3) is yes.
+    const EITHER: Rule = Rule(|r| r[1] + r[3] > 0.5);
 
     #[test]
     fn test_a_linked_pair_is_redundant_only_to_a_scorer_without_links() {
@@ -554,13 +546,13 @@ features = ["a", "b"]
         let core = encoding.to_core_schema();
         let query = core.default_query();
         let support = Support::new(&encoding, &pool);
-        let reference = Reference::new(&Either, pool.clone(), 5).unwrap();
+        let reference = Reference::new(&EITHER, pool.clone(), 5).unwrap();
         let x = rows.row(0);
         let run = |set_back| {
             let setting = Setting {
                 schema: &core,
                 query: &query,
-                model: &Either,
+                model: &EITHER,
                 support: &support,
                 pool: &pool,
                 reference: reference.rows(),
@@ -582,7 +574,7 @@ features = ["a", "b"]
         }
         assert_eq!(linked.choices[0].redundancy, 0);
         assert_eq!(plain.choices[0].redundancy, 2);
-        assert_eq!(metrics::redundancy(&core, &Either, &support, x, &both, 1).unwrap(), 0);
-        assert_eq!(metrics::redundancy(&core, &Either, &Support::none(5), x, &both, 1).unwrap(), 2);
+        assert_eq!(metrics::redundancy(&core, &EITHER, &support, x, &both, 1).unwrap(), 0);
+        assert_eq!(metrics::redundancy(&core, &EITHER, &Support::none(5), x, &both, 1).unwrap(), 2);
     }
 }
