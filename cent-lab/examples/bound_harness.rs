@@ -9,18 +9,19 @@
 //! cargo run --release -p cent-lab --example bound_harness -- /tmp/peers-out mlp 0.6 [first] [out.json]
 //! ```
 //!
-//! `first` limits the run to the first factuals; `out.json` receives, per factual, the best
-//! answer of each kind (changes, redundancy) with its changes, read both ways.
-//!
 //! The first argument is the harness's `prepare.py` output (its ONNX models and
 //! `factuals_raw.csv`); the target of each factual is the class the model does not give it.
 //! yNN is measured over all rows of the data in cent's encoding of `adult-wide`, which scales
 //! `fnlwgt` by all rows' range where the harness takes its training split's (the other numbers
 //! have the same range in both).
 //!
-//! Prints, per redundancy budget, the best mean yNN a choice of one answer per factual reaches
-//! with the mean redundancy within it (an exact knapsack over the answers found), next to the
-//! goals (l0 at most 2.0, redundancy at most 0.2, yNN at least 0.8).
+//! `first` limits the run to the first factuals; `out.json` receives, per factual, the best
+//! answer of each kind (changes, redundancy) with its changes, read both ways.
+//!
+//! Prints, both ways, the best yNN per factual for a few limits on changes and redundancy, and
+//! per redundancy budget the best mean yNN a choice of one answer per factual (of those with
+//! any) reaches with the mean redundancy within it: an exact knapsack over the answers found.
+//! The harness's goals are l0 at most 2.0, redundancy at most 0.2 and yNN at least 0.8.
 
 use cent_host::artifacts::{Setup, Source};
 use cent_host::blackbox::BlackBox;
