@@ -295,16 +295,32 @@ categories = ["a", "b"]
         crate::data::toy(FEATURES, "age,job,y\n20,a,0\n60,b,1\n", &[0, 1]).1
     }
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cent-encoded-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A scratch directory of this process, removed with everything in it when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let d = std::env::temp_dir().join(format!("cent-encoded-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&d).unwrap();
+            Scratch(d)
+        }
+
+        fn join(&self, file: &str) -> PathBuf {
+            self.0.join(file)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     #[test]
     fn test_csv_has_the_model_columns_then_the_class() {
         let enc = encoding();
-        let path = dir("csv").join("train.csv");
+        let dir = Scratch::new("csv");
+        let path = dir.join("train.csv");
         let rows = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.25, 0.0, 1.0];
         assert_eq!(write_split(&path, &enc, "y", &rows, &[0, 1, 1]).unwrap(), 3);
         let text = std::fs::read_to_string(&path).unwrap();
@@ -314,7 +330,8 @@ categories = ["a", "b"]
     #[test]
     fn test_people_come_with_their_line_first() {
         let enc = encoding();
-        let path = dir("lines").join("people.csv");
+        let dir = Scratch::new("lines");
+        let path = dir.join("people.csv");
         let mut w = Writer::create(&path, &enc, Id::Before("line")).unwrap();
         w.push(&[0.5, 0.0, 1.0], 2).unwrap();
         w.push(&[0.1, 1.0, 0.0], 7).unwrap();
@@ -330,7 +347,8 @@ categories = ["a", "b"]
     fn test_parquet_reads_back_the_same_values() {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
         let enc = encoding();
-        let path = dir("parquet").join("train.parquet");
+        let dir = Scratch::new("parquet");
+        let path = dir.join("train.parquet");
         let n = CHUNK + 100;
         let rows: Vec<f32> = (0..3 * n).map(|i| (i % 7) as f32 / 7.0).collect();
         let labels: Vec<usize> = (0..n).map(|i| i % 2).collect();
@@ -355,7 +373,7 @@ categories = ["a", "b"]
     #[test]
     fn test_bad_shapes_names_and_formats_are_refused() {
         let enc = encoding();
-        let d = dir("bad");
+        let d = Scratch::new("bad");
         let err = |path: &Path, target: &str, rows: &[f32], labels: &[usize]| {
             write_split(path, &enc, target, rows, labels).unwrap_err().to_string()
         };
