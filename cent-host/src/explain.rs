@@ -167,6 +167,10 @@ pub struct Change {
     /// own may be left).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_means: Option<String>,
+    /// The other changed features the schema's links tie this one to (directly or through
+    /// another changed feature): one move, listed right after the first of them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<String>,
 }
 
 impl Change {
@@ -1611,19 +1615,26 @@ impl<'a> Explainer<'a> {
         self.agreement(&Around::new(&self.nearby, x), x_new, targets).first().copied().unwrap_or(0.0)
     }
 
-    /// Before/after of each changed feature, in decoded units.
+    /// Before/after of each changed feature, in decoded units, in schema order but for linked
+    /// features, which follow the first of them ([`Link::together`](crate::data::Link::together)).
     pub fn changes(&self, x: &[f32], cand: &[f32]) -> Vec<Change> {
         let (Ok(before), Ok(after)) = (self.encoding.decode(x), self.encoding.decode(cand)) else { return Vec::new() };
         let names = self.encoding.attributes();
-        counterfactual::changed_features(&self.schema, x, cand)
-            .map(|j| Change {
-                feature: names[j].name.clone(),
-                before: self.encoding.format_value(j, before[j]),
-                after: self.encoding.format_value(j, after[j]),
-                before_means: self.encoding.code_meaning(j, before[j]).map(str::to_string),
-                after_means: self.encoding.code_meaning(j, after[j]).map(str::to_string),
-            })
-            .collect()
+        let changed: Vec<usize> = counterfactual::changed_features(&self.schema, x, cand).collect();
+        let mut out = Vec::with_capacity(changed.len());
+        for group in crate::data::Link::together(self.encoding.links(), &changed) {
+            for &j in &group {
+                out.push(Change {
+                    feature: names[j].name.clone(),
+                    before: self.encoding.format_value(j, before[j]),
+                    after: self.encoding.format_value(j, after[j]),
+                    before_means: self.encoding.code_meaning(j, before[j]).map(str::to_string),
+                    after_means: self.encoding.code_meaning(j, after[j]).map(str::to_string),
+                    linked: group.iter().filter(|&&k| k != j).map(|&k| names[k].name.clone()).collect(),
+                });
+            }
+        }
+        out
     }
 
     /// The leaf's region as rules in decoded units, one per restricted feature that `x_new`

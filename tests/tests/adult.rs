@@ -85,6 +85,37 @@ fn test_json_output_is_valid() {
     assert!(v["fidelity"].as_f64().unwrap() > 0.5);
 }
 
+/// Features the schema links (Adult: marital-status × relationship × sex) are listed side by
+/// side, each naming the others that moved with it; unlinked ones name none.
+#[test]
+fn test_linked_changes_are_listed_together() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let query = enc.to_core_schema().default_query();
+    let config = Config { n: 3, ..Config::default() };
+    let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, config)
+        .expect("the built-in model labels the pool");
+    let link: Vec<&str> = enc.links()[0].features.iter().map(|&j| enc.attributes()[j].name.as_str()).collect();
+    let mut pairs = 0;
+    for row in 0..60 {
+        let Ok(e) = explainer.explain(a.prepared.test.row(row), &query, None) else { continue };
+        for cf in &e.counterfactuals {
+            let names: Vec<&str> = cf.changes.iter().map(|c| c.feature.as_str()).collect();
+            let at: Vec<usize> = (0..names.len()).filter(|&i| link.contains(&names[i])).collect();
+            for (i, c) in cf.changes.iter().enumerate() {
+                let mut want: Vec<&str> = if at.contains(&i) { at.iter().map(|&k| names[k]).collect() } else { vec![] };
+                want.retain(|f| *f != c.feature);
+                assert_eq!(c.linked, want, "row {row}: {names:?}");
+            }
+            if let (Some(first), Some(last)) = (at.first(), at.last()) {
+                assert_eq!(last - first + 1, at.len(), "row {row}: linked changes apart in {names:?}");
+                pairs += usize::from(at.len() > 1);
+            }
+        }
+    }
+    assert!(pairs > 0, "no answer moved two linked features: the test saw nothing to check");
+}
+
 /// The built-in model behind a fault: answers the first `ok` calls, then fails, as an ONNX
 /// runtime or a user's model may after load.
 struct Flaky<'a> {

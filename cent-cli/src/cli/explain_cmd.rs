@@ -376,8 +376,17 @@ fn print_device(label: &str, d: &DeviceExplanation) -> Result<()> {
 /// An answer's changes, aligned, and the region it lies in.
 fn print_changes(changes: &[Change], rules: &[String]) -> Result<()> {
     let width = changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
+    // Linked features come right after the first of them, which the others name.
+    let mut lead: Option<&str> = None;
     for ch in changes {
-        outln!("       {:width$}  {} -> {}", ch.feature, ch.before_text(), ch.after_text())?;
+        let with = match lead {
+            Some(first) if ch.linked.iter().any(|f| f == first) => format!("  (goes with {first})"),
+            _ => {
+                lead = (!ch.linked.is_empty()).then_some(ch.feature.as_str());
+                String::new()
+            }
+        };
+        outln!("       {:width$}  {} -> {}{with}", ch.feature, ch.before_text(), ch.after_text())?;
     }
     if !rules.is_empty() {
         outln!("       region: {}", rules.join("; "))?;
