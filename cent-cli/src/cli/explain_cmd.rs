@@ -376,22 +376,28 @@ fn print_device(label: &str, d: &DeviceExplanation) -> Result<()> {
 /// An answer's changes, aligned, and the region it lies in.
 fn print_changes(changes: &[Change], rules: &[String]) -> Result<()> {
     let width = changes.iter().map(|ch| ch.feature.len()).max().unwrap_or(0);
-    // Linked features come right after the first of them, which the others name.
-    let mut lead: Option<&str> = None;
+    let mut lead = None;
     for ch in changes {
-        let with = match lead {
-            Some(first) if ch.linked.iter().any(|f| f == first) => format!("  (goes with {first})"),
-            _ => {
-                lead = (!ch.linked.is_empty()).then_some(ch.feature.as_str());
-                String::new()
-            }
-        };
+        let with = goes_with(&mut lead, ch).map(|first| format!("  (goes with {first})")).unwrap_or_default();
         outln!("       {:width$}  {} -> {}{with}", ch.feature, ch.before_text(), ch.after_text())?;
     }
     if !rules.is_empty() {
         outln!("       region: {}", rules.join("; "))?;
     }
     Ok(())
+}
+
+/// In a list of changes where linked features follow the first of their link
+/// (`Explainer::changes`): the first that `ch` goes with, or `None` when `ch` leads (or stands
+/// alone). `lead` carries the current link's first from one change to the next.
+fn goes_with<'a>(lead: &mut Option<&'a str>, ch: &'a Change) -> Option<&'a str> {
+    match *lead {
+        Some(first) if ch.linked.iter().any(|f| f == first) => Some(first),
+        _ => {
+            *lead = (!ch.linked.is_empty()).then_some(ch.feature.as_str());
+            None
+        }
+    }
 }
 
 /// 1 when any query failed, else 3 when any has no counterfactual, else 0.
@@ -655,10 +661,15 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
         Ok(e) => {
             outln!("  is refused: the model predicts {} (p = {:.2}).", e.fact.name, e.fact.probability)?;
             for c in &e.counterfactuals {
+                // A linked feature follows the first of its link: "relationship with it from …".
+                let mut lead = None;
                 let changes: Vec<String> = c
                     .changes
                     .iter()
-                    .map(|ch| format!("{} went from {} to {}", ch.feature, ch.before_text(), ch.after_text()))
+                    .map(|ch| {
+                        let verb = if goes_with(&mut lead, ch).is_some() { "with it from" } else { "went from" };
+                        format!("{} {verb} {} to {}", ch.feature, ch.before_text(), ch.after_text())
+                    })
                     .collect();
                 let lead = if c.rank == 1 { "Suggested" } else { "Alternative" };
                 outln!(
@@ -684,5 +695,36 @@ fn join_and(items: &[String]) -> String {
         [] => String::from("nothing changed"),
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(feature: &str, linked: &[&str]) -> Change {
+        Change {
+            feature: feature.into(),
+            before: "a".into(),
+            after: "b".into(),
+            before_means: None,
+            after_means: None,
+            linked: linked.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn test_a_links_later_features_name_its_first() {
+        let changes = [
+            change("education-num", &["education"]),
+            change("education", &["education-num"]),
+            change("hours", &[]),
+            change("marital", &["relationship", "sex"]),
+            change("relationship", &["marital", "sex"]),
+            change("sex", &["marital", "relationship"]),
+        ];
+        let mut lead = None;
+        let named: Vec<Option<&str>> = changes.iter().map(|ch| goes_with(&mut lead, ch)).collect();
+        assert_eq!(named, [None, Some("education-num"), None, None, Some("marital"), Some("marital")]);
     }
 }
