@@ -662,12 +662,12 @@ fn plain_language(row: usize, enc: &Encoding, x: &[f32], r: &Result<Explanation,
             outln!("  is refused: the model predicts {} (p = {:.2}).", e.fact.name, e.fact.probability)?;
             for c in &e.counterfactuals {
                 // A linked feature follows the first of its link: "relationship with it from …".
-                let mut lead = None;
+                let mut link_first = None;
                 let changes: Vec<String> = c
                     .changes
                     .iter()
                     .map(|ch| {
-                        let verb = if goes_with(&mut lead, ch).is_some() { "with it from" } else { "went from" };
+                        let verb = if goes_with(&mut link_first, ch).is_some() { "with it from" } else { "went from" };
                         format!("{} {verb} {} to {}", ch.feature, ch.before_text(), ch.after_text())
                     })
                     .collect();
