@@ -362,11 +362,19 @@ impl<'r> Around<'r> {
                     }
                 }
             }
+            // Most rows are farther than the k-th so far: one comparison settles them.
+            let mut worst = if top.len() == k { top[k - 1].0 } else { f32::INFINITY };
             for (&i, &d) in ids.iter().zip(&delta) {
+                if d > worst {
+                    continue;
+                }
                 if top.len() < k || (d, i) < top[k - 1] {
                     let at = top.partition_point(|&e| e < (d, i));
                     top.insert(at, (d, i));
                     top.truncate(k);
+                    if top.len() == k {
+                        worst = top[k - 1].0;
+                    }
                 }
             }
         }
@@ -465,6 +473,32 @@ mod tests {
             assert_eq!(around.nearest(&x, 10), brute_force(&pool, &x, 10));
         }
         assert!(Around::new(&rows, &pool[..9]).nearest(&[0.0; 3], 5).is_empty());
+    }
+
+    #[test]
+    fn test_nearest_in_a_larger_pool() {
+        // Rows spread over many bands, far rows read for a large `k`.
+        let mut rng = Xoshiro128PlusPlus::seed_from_u64(9);
+        let n = 2500;
+        let pool: Vec<f32> = (0..n).flat_map(|_| row(&mut rng)).collect();
+        let rows = Rows::new(&schema(), &pool);
+        let distance = |id: u32, p: &[f32]| -> f64 {
+            pool[id as usize * 9..(id as usize + 1) * 9].iter().zip(p).map(|(a, b)| f64::from(a - b).powi(2)).sum()
+        };
+        for case in 0..20 {
+            let x = row(&mut rng);
+            let around = Around::new(&rows, &x);
+            let mut point = x.clone();
+            point[0] = unit(&mut rng);
+            for (p, k) in [(&x, 1), (&x, 50), (&point, 5), (&point, 500)] {
+                // So many rows hold equal distances but for f32 rounding: compared by distance.
+                let (got, want) = (around.nearest(p, k), brute_force(&pool, p, k));
+                assert_eq!(got.len(), k);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((distance(*g, p) - distance(*w, p)).abs() < 1e-5, "case {case}, k {k}: {g} for {w}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,39 @@
+//! The work of a fixed set of queries: the full-precision explainer (defaults) on the first
+//! `n` test rows of a built-in dataset (the criterion benchmark cycles through the first 200).
+//! Timing on a shared machine varies by ±20 % from run to run; the instructions this takes,
+//! counted under callgrind, do not, so this is how two versions of the hot path are compared:
+//!
+//! `valgrind --tool=callgrind --callgrind-out-file=q.out target/release/examples/query_cost adult mlp 100`
+//! `callgrind_annotate --inclusive=yes q.out | grep Explainer::explain`
+//!
+//! Without valgrind it prints the median wall time per query.
+
+use cent_host::artifacts::{Setup, Source};
+use cent_host::blackbox::ModelKind;
+use cent_host::explain::{Config, Explainer};
+use std::hint::black_box;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dataset = args.first().map_or("adult", String::as_str).to_string();
+    let kind = if args.get(1).map(String::as_str) == Some("lr") { ModelKind::Lr } else { ModelKind::Mlp };
+    let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let cache = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/cache");
+    let setup = Setup { source: Source::Builtin(dataset), model: Some(kind), cache, seed: 1 };
+    let a = setup.load().expect("artifacts");
+    let enc = &a.prepared.encoding;
+    let query = enc.to_core_schema().default_query();
+    let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
+        .expect("the model labels the pool");
+    let rows = n.min(a.prepared.test.n_rows());
+    let mut times: Vec<f64> = (1..=rows)
+        .map(|i| {
+            let start = Instant::now();
+            black_box(explainer.explain(a.prepared.test.row(i % rows), &query, None).ok());
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!("{rows} queries, median {:.3} ms", times[rows / 2]);
+}
