@@ -262,7 +262,8 @@ impl<'r> Around<'r> {
                 })
             })
             .collect();
-        let x_in_rows = dist.contains(&0.0);
+        // A row at distance 0 is in the first band.
+        let x_in_rows = base[..starts[1]].contains(&0.0);
         Around { rows, x: x.to_vec(), order, starts, base, sorted, seen: RefCell::default(), x_in_rows }
     }
 
