@@ -27,6 +27,10 @@ fn main() {
     let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
         .expect("the model labels the pool");
     let rows = n.min(a.prepared.test.n_rows());
+    if rows == 0 {
+        println!("no test rows to explain");
+        return;
+    }
     let mut times: Vec<f64> = (1..=rows)
         .map(|i| {
             let start = Instant::now();
