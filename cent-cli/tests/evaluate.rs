@@ -49,7 +49,7 @@ fn count(text: &str, needle: &str) -> usize {
 
 #[test]
 fn test_sweep_writes_one_pareto_plot_with_every_baseline_and_setting() {
-    let (o, out) = evaluate("sweep", &["--sweep", "1,0,0.6"]);
+    let (o, out) = evaluate("sweep", &["--sweep", "1,0,0.52"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let plots: Vec<String> = std::fs::read_dir(out.join("plots"))
         .expect("plots/ is written")
@@ -65,20 +65,20 @@ fn test_sweep_writes_one_pareto_plot_with_every_baseline_and_setting() {
     for label in ["gs", "face", "nun", "random", "default"] {
         assert!(labels.iter().any(|l| l == label), "label {label} missing: {labels:?}");
     }
-    // Settings that land on the same point share one label ("cent 0, 0.6").
+    // Settings that land on the same point share one label ("cent 0, 0.52").
     let mut settings: Vec<&str> =
         labels.iter().filter_map(|l| l.strip_prefix("cent ")).flat_map(|l| l.split(", ")).collect();
     settings.sort_unstable();
-    assert_eq!(settings, vec!["0", "0.6", "1"], "{labels:?}");
+    assert_eq!(settings, vec!["0", "0.52", "1"], "{labels:?}");
     for axis in ["mean l0 (changed features)", "yNN (k = 5)"] {
         assert!(svg.contains(axis), "axis {axis} missing");
     }
-    // The JSON: the sweep in ascending order, the configured setting (0.6) marked as the default
+    // The JSON: the sweep in ascending order, the configured setting (0.52) marked as the default
     // and equal to the headline CEnt summary, and the dominance verdict.
     let doc = json(&out.join("toy-mlp.json"));
     let sweep = doc["sweep"].as_array().expect("a sweep array");
     let settings: Vec<f64> = sweep.iter().map(|p| p["plausibility"].as_f64().expect("a number")).collect();
-    assert_eq!(settings, vec![0.0, 0.6, 1.0]);
+    assert_eq!(settings, vec![0.0, 0.52, 1.0]);
     let defaults: Vec<bool> = sweep.iter().map(|p| p["default"].as_bool().expect("a flag")).collect();
     assert_eq!(defaults, vec![false, true, false]);
     assert_eq!(sweep[1]["summary"], doc["methods"][0]["summary"]);

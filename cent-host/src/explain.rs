@@ -49,8 +49,18 @@ pub struct Config {
     /// points drawn towards the leaf's own target-class neighbours and prefer those, let the
     /// next leaves' answers compete with the best leaf's once refined, and let the nearest
     /// reachable people of a target class compete with it when its nearest people do not all
-    /// agree with it ([`Realization::Nearest`]).
+    /// agree with it ([`Realization::Nearest`]). The default, 0.52, was measured on four seeds
+    /// with [`Config::single_moves`] (docs/evaluation.md): from 0.54 up Adult's answers change
+    /// more than two features on average, at 0.5 they are at yNN 0.80 on one seed.
     pub plausibility: f32,
+    /// With [`Config::plausibility`] above 0, whether single moves compete with the best
+    /// leaf's answer when its nearest people do not all agree with it: every feature the query
+    /// may change, alone (a link's features together), moved to each of its categories or to
+    /// values people have at [`SINGLE_MOVE_STEPS`] from the query's, each confirmed by the model
+    /// ([`Realization::SingleMove`]). The tree learns from neighbours in the latent space,
+    /// where people of another marital status or with a capital gain may all be far away; a
+    /// single move finds such a lever when the model and the people near it agree on it.
+    pub single_moves: bool,
     /// The model's probability of the target class a counterfactual needs to count, in
     /// `0..=1`; the target class must also be the model's decision, so a value at or below
     /// `1 / classes` asks for nothing more than that.
@@ -70,7 +80,8 @@ impl Default for Config {
             holdout: 0.2,
             seed: 7,
             widen: 1,
-            plausibility: 0.6,
+            plausibility: 0.52,
+            single_moves: true,
             min_probability: 0.6,
         }
     }
@@ -209,6 +220,11 @@ pub enum Realization {
     /// when no contrast leaf gave a confirmed point, or an answer that scored better than the
     /// best leaf's (whose nearest people did not all agree with it). It has no surrogate region.
     Nearest,
+    /// One feature of the query (or the features one link ties together) moved to a value
+    /// people in the data have, everything else as it was: an answer that scored better than
+    /// the best leaf's, whose nearest people did not all agree with it
+    /// ([`Config::single_moves`]). It has no surrogate region.
+    SingleMove,
 }
 
 /// One verified counterfactual.
@@ -316,6 +332,10 @@ pub const AGREEMENT_K: usize = 5;
 /// plausibility 1/2: as much as changing this many more features.
 pub const PLAUSIBILITY_WEIGHT: f32 = 4.0;
 
+/// How far a single move takes a number ([`Config::single_moves`]), in encoded units (the
+/// feature's range is 1), either way; the value is then snapped to one people have.
+pub const SINGLE_MOVE_STEPS: [f32; 6] = [0.02, 0.05, 0.1, 0.2, 0.35, 0.5];
+
 /// Pool points of a target class the last resort looks at first
 /// (`Explainer::nearest_feasible`); when none of them is confirmed it looks at
 /// [`FALLBACK_WIDER`] times as many, then at all of them, so that "no feasible target point" is
@@ -341,7 +361,7 @@ const REGION_RIVALS: usize = 2;
 
 /// What a change the decision does not need (each is enough for the decision without it, short
 /// of the required probability) adds to an answer's score when regions' answers compete for
-/// first place: at the default plausibility, as much as two of the five nearest people
+/// first place: at plausibility 0.6, as much as two of the five nearest people
 /// disagreeing (`0.6 * PLAUSIBILITY_WEIGHT * 2 / 5 ≈ 1`). Measured on three seeds
 /// (docs/evaluation.md): at 1, redundancy fell on every pair but COMPAS's last-resort answers,
 /// and l0 with it, for up to 0.02 of yNN; at 0.25 to 0.75, about half of that; at 2, Adult × LR's
@@ -470,6 +490,7 @@ impl<'a> Explainer<'a> {
                 Err(ExplainError::NotFound(_)) => break,
                 Ok(mut found) => {
                     self.weigh_people(x, query, target, &target_classes, around, &mut found)?;
+                    self.weigh_single_moves(x, query, target, &target_classes, around, &mut found)?;
                     return Ok(found);
                 }
                 result => return result,
@@ -561,6 +582,144 @@ impl<'a> Explainer<'a> {
         answers.insert(0, person);
         out.counterfactuals = self.levers_first(x, answers, self.config.n.max(1));
         Ok(())
+    }
+
+    /// Single moves against the first answer ([`Config::single_moves`]), when its nearest
+    /// people do not all agree with it: the candidates (each category of a categorical feature,
+    /// as it is and as most people with it live when a link ties it to others
+    /// ([`Support::typical`]); the other value of a binary one; a number moved by each of
+    /// [`SINGLE_MOVE_STEPS`] either way, snapped to a value people have; links repaired, the
+    /// query's constraints checked) go to the model in one call. The confirmed ones are judged
+    /// among people in the order of their move cost, which bounds their score from below,
+    /// and the best by the ranking's objective takes first place (the last answer making room)
+    /// when it scores better than the first answer and keeps no more changes the decision does
+    /// not need ([`Explainer::redundant`]).
+    fn weigh_single_moves(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        target_classes: &[usize],
+        around: Option<&Around<'_>>,
+        out: &mut Explanation,
+    ) -> Result<(), ExplainError> {
+        if !self.config.single_moves {
+            return Ok(());
+        }
+        let (Some(around), Some(first)) = (around, out.counterfactuals.first()) else { return Ok(()) };
+        let Some(agreement) = first.agreement.filter(|&g| g < 1.0) else { return Ok(()) };
+        let to_beat = self.score(query, x, &first.encoded, agreement);
+        let batch = self.single_moves(x, query);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let n = x.len();
+        let classes = self.model.classes();
+        let proba = self.model.probabilities(&batch)?;
+        // (lower bound of the score, candidate, class, probability), by bound.
+        let mut confirmed: Vec<(f32, usize, usize, f32)> = Vec::new();
+        for (i, (cand, q)) in batch.chunks_exact(n).zip(proba.chunks_exact(classes)).enumerate() {
+            let lower = self.score(query, x, cand, 1.0);
+            if lower < to_beat
+                && let Some((c, pc)) = self.accepts(x, query, target, cand, q)
+                && self.data_supported(x, cand)
+            {
+                confirmed.push((lower, i, c, pc));
+            }
+        }
+        confirmed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        // (score, candidate, class, probability, agreement)
+        let mut best: Option<(f32, usize, usize, f32, f32)> = None;
+        for &(lower, i, c, pc) in &confirmed {
+            if best.is_some_and(|b| lower >= b.0) {
+                break;
+            }
+            let cand = &batch[i * n..(i + 1) * n];
+            let g = self.agreement(around, cand, target_classes)[0];
+            let s = self.score(query, x, cand, g);
+            if s < to_beat && best.is_none_or(|b| s < b.0) {
+                best = Some((s, i, c, pc, g));
+            }
+        }
+        let Some((_, i, class, p, g)) = best else { return Ok(()) };
+        let row = batch[i * n..(i + 1) * n].to_vec();
+        let cap = self.redundant(x, target, &first.encoded)?.len();
+        if self.redundant(x, target, &row)?.len() > cap || out.counterfactuals.iter().any(|cf| cf.encoded == row) {
+            return Ok(());
+        }
+        let single = Counterfactual {
+            rank: 1,
+            class: ClassOut { index: class, name: self.class_name(class), probability: p },
+            cost: f64::from(self.move_cost(query, x, &row)),
+            l0: counterfactual::changed_features(&self.schema, x, &row).count(),
+            realization: Realization::SingleMove,
+            agreement: Some(g),
+            rules: Vec::new(),
+            changes: self.changes(x, &row),
+            encoded: row,
+            leaf: NodeIdx::MAX,
+        };
+        let mut answers = std::mem::take(&mut out.counterfactuals);
+        answers.insert(0, single);
+        out.counterfactuals = self.levers_first(x, answers, self.config.n.max(1));
+        Ok(())
+    }
+
+    /// The single moves of `x` the query allows ([`Explainer::weigh_single_moves`]), row after
+    /// row, formatted, each once.
+    fn single_moves(&self, x: &[f32], query: &Query) -> Vec<f32> {
+        let features = self.schema.features();
+        let n = x.len();
+        let fixed: Vec<bool> = query.mutability.iter().map(|&m| m == Mutability::Immutable).collect();
+        let full = Bounds::default();
+        let mut batch: Vec<f32> = Vec::new();
+        let mut add = |mut cand: Vec<f32>| {
+            if !self.supported(x, &full, &mut cand) {
+                return;
+            }
+            let cand = self.formatted(x, &cand);
+            if cand.as_slice() != x
+                && counterfactual::check(&self.schema, query, x, &cand).is_ok()
+                && batch.chunks_exact(n).all(|b| b != cand.as_slice())
+            {
+                batch.extend_from_slice(&cand);
+            }
+        };
+        for (j, f) in features.iter().enumerate() {
+            if fixed.get(j).is_none_or(|&f| f) {
+                continue;
+            }
+            let cols = f.columns();
+            match f.kind {
+                Kind::Categorical => {
+                    for k in cols.clone().filter(|&k| x[k] != 1.0) {
+                        let mut cand = x.to_vec();
+                        cand[cols.clone()].fill(0.0);
+                        cand[k] = 1.0;
+                        let mut typical = cand.clone();
+                        if self.support.typical(x, &mut typical, &fixed) {
+                            add(typical);
+                        }
+                        add(cand);
+                    }
+                }
+                Kind::Binary => {
+                    let mut cand = x.to_vec();
+                    cand[cols.start] = 1.0 - x[cols.start];
+                    add(cand);
+                }
+                Kind::Continuous | Kind::Integer => {
+                    for step in SINGLE_MOVE_STEPS {
+                        for step in [-step, step] {
+                            let mut cand = x.to_vec();
+                            cand[cols.start] = (x[cols.start] + step).clamp(0.0, 1.0);
+                            add(cand);
+                        }
+                    }
+                }
+            }
+        }
+        batch
     }
 
     /// [`Explainer::nearest_feasible`] over the pool points `ids`; with `max_redundant`, a

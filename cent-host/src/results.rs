@@ -117,6 +117,7 @@ fn realization(r: Realization) -> &'static str {
         Realization::Between => "between",
         Realization::Exemplar => "exemplar",
         Realization::Nearest => "nearest",
+        Realization::SingleMove => "single_move",
     }
 }
 

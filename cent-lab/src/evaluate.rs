@@ -103,7 +103,7 @@ pub struct Config {
 
 /// The plausibility settings [`Config::new`] sweeps: the explainer's default among them, so
 /// that the headline point lies on the sweep's curve (and is not run twice).
-pub const DEFAULT_SWEEP: [f32; 6] = [0.0, 0.25, 0.5, 0.6, 0.75, 1.0];
+pub const DEFAULT_SWEEP: [f32; 6] = [0.0, 0.25, 0.52, 0.6, 0.75, 1.0];
 
 impl Config {
     /// Defaults of every method, all seeded with `seed`.

@@ -152,14 +152,14 @@ fn test_target_row_distance_matches_a_brute_force_scan() {
 fn test_sweep_has_one_point_per_setting_and_reuses_the_default() {
     let a = adult();
     let mut config = Config::new(4, 5);
-    config.sweep = vec![0.0, 0.6, 1.0];
+    config.sweep = vec![0.0, 0.52, 1.0];
     let mut bench = Bench::new(&a.prepared, a.model().unwrap(), &a.vae, config).expect("labels");
     let factuals = bench.factuals().expect("labels");
     let cent = bench.run(MethodKind::Cent, &factuals).expect("runs").summary;
     let sweep = bench.sweep(&factuals, &cent).expect("runs");
     let settings: Vec<(f32, bool)> = sweep.iter().map(|p| (p.plausibility, p.default)).collect();
-    // The configured setting is the explainer's default, 0.6.
-    assert_eq!(settings, vec![(0.0, false), (0.6, true), (1.0, false)]);
+    // The configured setting is the explainer's default, 0.52.
+    assert_eq!(settings, vec![(0.0, false), (0.52, true), (1.0, false)]);
     assert_eq!(sweep[1].summary, cent);
     for p in &sweep {
         assert_eq!((p.summary.method, p.summary.factuals), (MethodKind::Cent, 4));

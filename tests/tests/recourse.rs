@@ -300,3 +300,76 @@ fn test_people_take_first_place_only_when_they_score_better_with_no_more_needles
         assert!(!from_people, "row {row}: a person competed at plausibility 0");
     }
 }
+
+/// A single move takes first place from the answer before it (whose nearest people did not all
+/// agree) only when it scores better by the ranking's objective and keeps no more changes the
+/// decision does not need; it changes one feature, or features one link ties together, flips
+/// with the required probability and keeps the constraints. Without single moves, or at
+/// plausibility 0, there are none.
+#[test]
+fn test_single_moves_take_first_place_only_when_they_score_better_with_no_more_needless_changes() {
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let schema = enc.to_core_schema();
+    let query = schema.default_query();
+    let config = Config::default();
+    let support = Support::new(enc, &a.prepared.train.data);
+    let linked: Vec<usize> =
+        ["marital-status", "relationship", "sex"].iter().map(|name| enc.feature_index(name).unwrap()).collect();
+    let needless = |x: &[f32], cf: &[f32], fact: usize| {
+        let changed: Vec<_> = schema.features().iter().filter(|f| x[f.columns()] != cf[f.columns()]).collect();
+        if changed.len() < 2 {
+            return 0;
+        }
+        changed
+            .iter()
+            .filter(|f| {
+                let back = set_back(cf, x, f.columns());
+                a.model().unwrap().classify(&back)[0] != fact && support.broken(x, &back) == 0
+            })
+            .count()
+    };
+    let mut won = 0;
+    for (row, e) in answers(config, 60) {
+        let [first, second, ..] = &e.counterfactuals[..] else { continue };
+        if first.realization != Realization::SingleMove {
+            continue;
+        }
+        won += 1;
+        let x = a.prepared.test.row(row);
+        let changed: Vec<usize> = counterfactual::changed_features(&schema, x, &first.encoded).collect();
+        assert!(
+            changed.len() == 1 || changed.iter().all(|j| linked.contains(j)),
+            "row {row}: a single move changed {changed:?}"
+        );
+        assert_eq!(first.l0, changed.len(), "row {row}");
+        let p = a.model().unwrap().probabilities(&first.encoded).unwrap();
+        assert_ne!(first.class.index, e.fact.index, "row {row}");
+        assert_eq!(p[first.class.index], first.class.probability, "row {row}: reported probability");
+        assert!(p[first.class.index] >= config.min_probability, "row {row}");
+        assert!(counterfactual::check(&schema, &query, x, &first.encoded).is_ok(), "row {row}");
+        assert!(first.rules.is_empty(), "row {row}: a single move has no region");
+        assert_eq!(support.broken(x, &first.encoded), 0, "row {row}: a broken link");
+        assert_eq!(support.unseen(x, &first.encoded).0, 0, "row {row}: a value no person has");
+        let (g1, g2) = (first.agreement.unwrap(), second.agreement.unwrap());
+        assert!(g2 < 1.0, "row {row}: the nearest people of the answer it replaced all agreed");
+        let w = config.plausibility;
+        assert!(
+            objective(&schema, &query, x, &first.encoded, w, g1)
+                < objective(&schema, &query, x, &second.encoded, w, g2),
+            "row {row}: the single move does not score better"
+        );
+        assert!(
+            needless(x, &first.encoded, e.fact.index) <= needless(x, &second.encoded, e.fact.index),
+            "row {row}: the single move keeps more needless changes"
+        );
+    }
+    assert!(won > 0, "no single move took first place in 60 rows");
+    eprintln!("{won} of 60 rows: a single move first");
+    for config in [Config { single_moves: false, ..config }, Config { plausibility: 0.0, ..config }] {
+        for (row, e) in answers(config, 30) {
+            let single = e.counterfactuals.iter().any(|cf| cf.realization == Realization::SingleMove);
+            assert!(!single, "row {row}: a single move with {config:?}");
+        }
+    }
+}

@@ -38,13 +38,16 @@ pub struct EvaluateArgs {
     /// CEnt's plausibility settings (each in 0..=1) to run on the same factuals, comma-separated,
     /// or `none`. Each pair's summaries go into the JSON (`sweep`), and with --out a plot of
     /// mean l0 against yNN, CEnt's sweep next to the baselines, into
-    /// `plots/pareto-<dataset>-<model>.svg` [default: 0,0.25,0.5,0.6,0.75,1].
+    /// `plots/pareto-<dataset>-<model>.svg` [default: 0,0.25,0.52,0.6,0.75,1].
     /// Example: --sweep 0,0.5,1
     #[arg(long, value_parser = parse_sweep, verbatim_doc_comment)]
     pub sweep: Option<Sweep>,
     /// CEnt's plausibility weight, 0 to 1 (see `cent explain --help`); the headline setting.
     #[arg(long, default_value_t = cent_host::explain::Config::default().plausibility, value_parser = super::unit_interval)]
     pub plausibility: f32,
+    /// CEnt without single moves (see `cent explain --help`).
+    #[arg(long)]
+    pub no_single_moves: bool,
     /// The model's probability of the target class CEnt's counterfactuals need, 0 to 1. E.g.
     /// `--min-probability 0` for any counterfactual the model puts in the target class.
     #[arg(long, default_value_t = cent_host::explain::Config::default().min_probability, value_parser = super::unit_interval)]
@@ -225,6 +228,7 @@ fn evaluate_pair(
     let start = Instant::now();
     let mut config = Config::new(args.factuals, args.data.seed);
     config.cent.plausibility = args.plausibility;
+    config.cent.single_moves = !args.no_single_moves;
     config.cent.min_probability = args.min_probability;
     if let Some(Sweep(values)) = &args.sweep {
         config.sweep.clone_from(values);

@@ -86,6 +86,13 @@ pub struct RecourseArgs {
     /// needless changes).
     #[arg(long, default_value_t = Config::default().plausibility, value_parser = super::unit_interval)]
     pub plausibility: f32,
+    /// Keep single moves out: by default (plausibility above 0), when the best answer's nearest
+    /// people do not all agree with it, every feature the query may change is also tried alone
+    /// (a linked group together: marital status with the household role) at each category or
+    /// at values people have, and the best such move the model confirms takes first place when
+    /// it scores better and keeps no more needless changes.
+    #[arg(long)]
+    pub no_single_moves: bool,
     /// The model's probability of the target class a counterfactual needs, 0 to 1 (a point just
     /// past the boundary, at 0.51, is undone by the smallest model update). E.g.
     /// `--min-probability 0.7`.
@@ -120,6 +127,7 @@ impl RecourseArgs {
             seed,
             widen: self.widen,
             plausibility: self.plausibility,
+            single_moves: !self.no_single_moves,
             min_probability: self.min_probability,
             ..Config::default()
         }
@@ -296,6 +304,7 @@ fn device_options(args: &ExplainArgs) -> Result<Option<Options>> {
         ("--k", r.k != host.k),
         ("--widen", r.widen != host.widen),
         ("--plausibility", r.plausibility != host.plausibility),
+        ("--no-single-moves", r.no_single_moves),
         ("--min-probability", r.min_probability != host.min_probability),
     ] {
         if set {
@@ -559,6 +568,7 @@ fn print_text(label: &str, decision: Option<&ClassOut>, o: &Outcome) -> Result<(
             Realization::Between => "half-way to the region's nearest person of that class".to_string(),
             Realization::Exemplar => "values of the region's nearest person of that class".to_string(),
             Realization::Nearest => "from the nearest reachable person of that class, pared down".to_string(),
+            Realization::SingleMove => "one move to a value people have".to_string(),
         };
         let agreement = c.agreement.map(|a| format!(", nearest people agreeing {a:.1}")).unwrap_or_default();
         outln!(

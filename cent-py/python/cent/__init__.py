@@ -173,7 +173,7 @@ class Explainer:
         k: int = 1000,
         max_search: int = 50,
         widen: int = 1,
-        plausibility: float = 0.6,
+        plausibility: float = 0.52,
     ) -> None:
         schema, cache = _paths(dataset, schema, cache)
         self._args = dict(

@@ -47,7 +47,7 @@ class Explainer:
         k: int = 1000,
         max_search: int = 50,
         widen: int = 1,
-        plausibility: float = 0.6,
+        plausibility: float = 0.52,
     ) -> None: ...
     @property
     def dataset(self) -> str: ...
