@@ -578,9 +578,7 @@ impl<'a> Explainer<'a> {
         {
             return Ok(());
         }
-        let mut answers = std::mem::take(&mut out.counterfactuals);
-        answers.insert(0, person);
-        out.counterfactuals = self.levers_first(x, answers, self.config.n.max(1));
+        self.take_first_place(x, out, person);
         Ok(())
     }
 
@@ -647,21 +645,8 @@ impl<'a> Explainer<'a> {
         if self.redundant(x, target, &row)?.len() > cap || out.counterfactuals.iter().any(|cf| cf.encoded == row) {
             return Ok(());
         }
-        let single = Counterfactual {
-            rank: 1,
-            class: ClassOut { index: class, name: self.class_name(class), probability: p },
-            cost: f64::from(self.move_cost(query, x, &row)),
-            l0: counterfactual::changed_features(&self.schema, x, &row).count(),
-            realization: Realization::SingleMove,
-            agreement: Some(g),
-            rules: Vec::new(),
-            changes: self.changes(x, &row),
-            encoded: row,
-            leaf: NodeIdx::MAX,
-        };
-        let mut answers = std::mem::take(&mut out.counterfactuals);
-        answers.insert(0, single);
-        out.counterfactuals = self.levers_first(x, answers, self.config.n.max(1));
+        let single = self.regionless(query, x, (row, class, p), Realization::SingleMove, Some(g));
+        self.take_first_place(x, out, single);
         Ok(())
     }
 
@@ -784,18 +769,38 @@ impl<'a> Explainer<'a> {
                 best = Some((rank, (row, class, p), agreement));
             }
         }
-        Ok(best.map(|(_, (row, class, p), agreement)| Counterfactual {
+        Ok(best.map(|(_, point, agreement)| self.regionless(query, x, point, Realization::Nearest, agreement)))
+    }
+
+    /// An answer that no region gave (a person's, a single move's): the confirmed `point`.
+    fn regionless(
+        &self,
+        query: &Query,
+        x: &[f32],
+        (row, class, p): Point,
+        realization: Realization,
+        agreement: Option<f32>,
+    ) -> Counterfactual {
+        Counterfactual {
             rank: 1,
             class: ClassOut { index: class, name: self.class_name(class), probability: p },
             cost: f64::from(self.move_cost(query, x, &row)),
             l0: counterfactual::changed_features(&self.schema, x, &row).count(),
-            realization: Realization::Nearest,
+            realization,
             agreement,
             rules: Vec::new(),
             changes: self.changes(x, &row),
             encoded: row,
             leaf: NodeIdx::MAX,
-        }))
+        }
+    }
+
+    /// Puts `cf` first in `out` (the last answer making room), then the answers in
+    /// levers-first order ([`Explainer::levers_first`]).
+    fn take_first_place(&self, x: &[f32], out: &mut Explanation, cf: Counterfactual) {
+        let mut answers = std::mem::take(&mut out.counterfactuals);
+        answers.insert(0, cf);
+        out.counterfactuals = self.levers_first(x, answers, self.config.n.max(1));
     }
 
     /// The model's class and the probability of it when `p` (the model's output for `row`)

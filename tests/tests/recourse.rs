@@ -27,6 +27,29 @@ fn answers(config: Config, rows: usize) -> Vec<(usize, Explanation)> {
         .collect()
 }
 
+/// The changes of `cf` each of which can be set back alone with the model's decision still
+/// not `fact` and no link broken (none when fewer than two features changed).
+fn needless_changes(
+    a: &cent_host::artifacts::Artifacts,
+    schema: &cent_host::profile::Schema,
+    support: &Support,
+    x: &[f32],
+    cf: &[f32],
+    fact: usize,
+) -> usize {
+    let changed: Vec<_> = schema.features().iter().filter(|f| x[f.columns()] != cf[f.columns()]).collect();
+    if changed.len() < 2 {
+        return 0;
+    }
+    changed
+        .iter()
+        .filter(|f| {
+            let back = set_back(cf, x, f.columns());
+            a.model().unwrap().classify(&back)[0] != fact && support.broken(x, &back) == 0
+        })
+        .count()
+}
+
 /// `cf` with the columns `cols` set back to `x`'s values.
 fn set_back(cf: &[f32], x: &[f32], cols: std::ops::Range<usize>) -> Vec<f32> {
     let mut back = cf.to_vec();
@@ -253,20 +276,7 @@ fn test_people_take_first_place_only_when_they_score_better_with_no_more_needles
     let query = schema.default_query();
     let config = Config::default();
     let support = Support::new(enc, &a.prepared.train.data);
-    // Changes each of which can be set back alone with the decision kept and no link broken.
-    let needless = |x: &[f32], cf: &[f32], fact: usize| {
-        let changed: Vec<_> = schema.features().iter().filter(|f| x[f.columns()] != cf[f.columns()]).collect();
-        if changed.len() < 2 {
-            return 0;
-        }
-        changed
-            .iter()
-            .filter(|f| {
-                let back = set_back(cf, x, f.columns());
-                a.model().unwrap().classify(&back)[0] != fact && support.broken(x, &back) == 0
-            })
-            .count()
-    };
+    let needless = |x: &[f32], cf: &[f32], fact: usize| needless_changes(a, &schema, &support, x, cf, fact);
     let mut won = 0;
     for (row, e) in answers(config, 60) {
         let [first, second, ..] = &e.counterfactuals[..] else { continue };
@@ -316,19 +326,7 @@ fn test_single_moves_take_first_place_only_when_they_score_better_with_no_more_n
     let support = Support::new(enc, &a.prepared.train.data);
     let linked: Vec<usize> =
         ["marital-status", "relationship", "sex"].iter().map(|name| enc.feature_index(name).unwrap()).collect();
-    let needless = |x: &[f32], cf: &[f32], fact: usize| {
-        let changed: Vec<_> = schema.features().iter().filter(|f| x[f.columns()] != cf[f.columns()]).collect();
-        if changed.len() < 2 {
-            return 0;
-        }
-        changed
-            .iter()
-            .filter(|f| {
-                let back = set_back(cf, x, f.columns());
-                a.model().unwrap().classify(&back)[0] != fact && support.broken(x, &back) == 0
-            })
-            .count()
-    };
+    let needless = |x: &[f32], cf: &[f32], fact: usize| needless_changes(a, &schema, &support, x, cf, fact);
     let mut won = 0;
     for (row, e) in answers(config, 60) {
         let [first, second, ..] = &e.counterfactuals[..] else { continue };
