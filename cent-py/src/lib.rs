@@ -279,7 +279,7 @@ impl Core {
     /// trains or loads the models in `cache`, and builds the explainer with `model` ("mlp",
     /// "lr"), `onnx` (a file) or `python` (an object with `predict_proba`) as the black box.
     #[new]
-    #[pyo3(signature = (dataset, schema, data, model, onnx, python, seed, cache, k, max_search, widen, plausibility))]
+    #[pyo3(signature = (dataset, schema, data, model, onnx, python, seed, cache, k, max_search, widen, plausibility, single_moves))]
     #[allow(clippy::too_many_arguments)] // reason: the constructor's keyword arguments, one per CLI option
     fn new(
         py: Python<'_>,
@@ -295,6 +295,7 @@ impl Core {
         max_search: usize,
         widen: u8,
         plausibility: f32,
+        single_moves: bool,
     ) -> PyResult<Core> {
         for (name, value) in [("k", k), ("max_search", max_search)] {
             if value == 0 {
@@ -314,7 +315,7 @@ impl Core {
         let builtin = (onnx.is_none() && python.is_none()).then_some(kind);
         let setup = Setup { source, model: builtin, cache, seed };
         let target = target_column(&setup.source);
-        let config = Config { k, max_search, widen, plausibility, seed, ..Config::default() };
+        let config = Config { k, max_search, widen, plausibility, single_moves, seed, ..Config::default() };
         // The model's width is the encoding's, known only once the data is loaded: wrap the
         // object after loading, with the GIL, then build the explainer without it.
         let held = match python {

@@ -58,3 +58,16 @@ def test_encode_matches_the_split(adult, test_frame):
     assert x.shape == (len(test_frame), len(adult.columns)) and len(y) == len(test_frame)
     assert (adult.encode(test_frame.iloc[:50]) == x[:50]).all()
     assert isinstance(cent.CentError("x"), ValueError)
+
+
+def test_single_moves_can_be_left_out_and_survive_pickling(cache, refused):
+    import pickle
+
+    plain = cent.Explainer("adult", model="mlp", seed=1, cache=cache, single_moves=False)
+    again = pickle.loads(pickle.dumps(plain))
+    for person in refused:
+        results = plain.explain(person, n=3)
+        assert all(r.realization != "single_move" for r in results), results
+        assert [r.values for r in again.explain(person, n=3)] == [r.values for r in results]
+    with pytest.raises(TypeError):
+        cent.Explainer("adult", model="mlp", seed=1, cache=cache, single_move=False)

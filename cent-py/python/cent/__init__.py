@@ -156,6 +156,9 @@ class Explainer:
     an object with ``predict_proba`` (called with encoded rows, see the module's doc). ``seed``
     seeds the split, training and the explainer (the CLI's ``--seed``); ``cache`` is where
     datasets and trained models are kept (default: ``$CENT_CACHE``, else ``data/cache``).
+    ``k``, ``max_search``, ``widen`` and ``plausibility`` are the CLI's options of those names;
+    ``single_moves=False`` is its ``--no-single-moves`` (no single feature, or linked group,
+    moved alone competes with the regions' answers).
 
     Pickling stores these arguments (a DataFrame and a Python model are pickled with them);
     unpickling rebuilds the explainer from the cache, with identical results.
@@ -174,11 +177,12 @@ class Explainer:
         max_search: int = 50,
         widen: int = 1,
         plausibility: float = 0.52,
+        single_moves: bool = True,
     ) -> None:
         schema, cache = _paths(dataset, schema, cache)
         self._args = dict(
             dataset=dataset, schema=schema, data=data, model=model, seed=seed, cache=cache,
-            k=k, max_search=max_search, widen=widen, plausibility=plausibility,
+            k=k, max_search=max_search, widen=widen, plausibility=plausibility, single_moves=single_moves,
         )
         kind, onnx, python = "mlp", None, None
         if isinstance(model, (str, os.PathLike)):
@@ -193,7 +197,7 @@ class Explainer:
         try:
             self._core = Core(
                 dataset, schema, csv, kind, onnx, python, int(seed), cache,
-                int(k), int(max_search), int(widen), float(plausibility),
+                int(k), int(max_search), int(widen), float(plausibility), bool(single_moves),
             )
         finally:
             if frame_file is not None:

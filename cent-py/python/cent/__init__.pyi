@@ -48,6 +48,7 @@ class Explainer:
         max_search: int = 50,
         widen: int = 1,
         plausibility: float = 0.52,
+        single_moves: bool = True,
     ) -> None: ...
     @property
     def dataset(self) -> str: ...
