@@ -264,6 +264,22 @@ fn objective(
     (1.0 - w) * cost + w * cent_host::explain::PLAUSIBILITY_WEIGHT * (1.0 - agreement)
 }
 
+/// `first` took first place from `second` by the rule people and single moves share: the
+/// nearest people of `second` did not all agree with it, and `first` scores better by the
+/// ranking's objective (`objective(point, agreement)`) with no more needless changes.
+fn assert_took_first_place(
+    row: usize,
+    first: &cent_host::explain::Counterfactual,
+    second: &cent_host::explain::Counterfactual,
+    objective: impl Fn(&[f32], f32) -> f32,
+    needless: impl Fn(&[f32]) -> usize,
+) {
+    let (g1, g2) = (first.agreement.unwrap(), second.agreement.unwrap());
+    assert!(g2 < 1.0, "row {row}: the nearest people of the answer it replaced all agreed");
+    assert!(objective(&first.encoded, g1) < objective(&second.encoded, g2), "row {row}: it does not score better");
+    assert!(needless(&first.encoded) <= needless(&second.encoded), "row {row}: it keeps more needless changes");
+}
+
 /// A person of the target class takes first place from a region's answer (whose nearest people
 /// did not all agree) only when it scores better by the ranking's objective and keeps no more
 /// changes the decision does not need; it flips with the required probability and keeps the
@@ -291,18 +307,8 @@ fn test_people_take_first_place_only_when_they_score_better_with_no_more_needles
         assert!(counterfactual::check(&schema, &query, x, &first.encoded).is_ok(), "row {row}");
         assert!(first.rules.is_empty(), "row {row}: a person has no region");
         assert_ne!(second.realization, Realization::Nearest, "row {row}: the region's answer follows");
-        let (g1, g2) = (first.agreement.unwrap(), second.agreement.unwrap());
-        assert!(g2 < 1.0, "row {row}: the region's nearest people all agreed");
-        let w = config.plausibility;
-        assert!(
-            objective(&schema, &query, x, &first.encoded, w, g1)
-                < objective(&schema, &query, x, &second.encoded, w, g2),
-            "row {row}: the person does not score better"
-        );
-        assert!(
-            needless(x, &first.encoded, e.fact.index) <= needless(x, &second.encoded, e.fact.index),
-            "row {row}: the person keeps more needless changes"
-        );
+        let scores_better = |cf: &[f32], g: f32| objective(&schema, &query, x, cf, config.plausibility, g);
+        assert_took_first_place(row, first, second, scores_better, |cf| needless(x, cf, e.fact.index));
     }
     assert!(won > 0, "no person took first place in 60 rows");
     for (row, e) in answers(Config { plausibility: 0.0, ..config }, 30) {
@@ -349,18 +355,8 @@ fn test_single_moves_take_first_place_only_when_they_score_better_with_no_more_n
         assert!(first.rules.is_empty(), "row {row}: a single move has no region");
         assert_eq!(support.broken(x, &first.encoded), 0, "row {row}: a broken link");
         assert_eq!(support.unseen(x, &first.encoded).0, 0, "row {row}: a value no person has");
-        let (g1, g2) = (first.agreement.unwrap(), second.agreement.unwrap());
-        assert!(g2 < 1.0, "row {row}: the nearest people of the answer it replaced all agreed");
-        let w = config.plausibility;
-        assert!(
-            objective(&schema, &query, x, &first.encoded, w, g1)
-                < objective(&schema, &query, x, &second.encoded, w, g2),
-            "row {row}: the single move does not score better"
-        );
-        assert!(
-            needless(x, &first.encoded, e.fact.index) <= needless(x, &second.encoded, e.fact.index),
-            "row {row}: the single move keeps more needless changes"
-        );
+        let scores_better = |cf: &[f32], g: f32| objective(&schema, &query, x, cf, config.plausibility, g);
+        assert_took_first_place(row, first, second, scores_better, |cf| needless(x, cf, e.fact.index));
     }
     assert!(won > 0, "no single move took first place in 60 rows");
     eprintln!("{won} of 60 rows: a single move first");
