@@ -8,7 +8,7 @@
 //! constraint, or it is not returned.
 
 use crate::blackbox::{BlackBox, ModelError};
-use crate::data::{Encoding, QueryError, Value};
+use crate::data::{Encoding, QueryError};
 use crate::layers::Mlp;
 use crate::nearby::{Around, Rows};
 use crate::neighbors::Pool;
@@ -1490,19 +1490,10 @@ impl<'a> Explainer<'a> {
     /// precision and re-encoded; unchanged features keep `x`'s exact values.
     fn formatted(&self, x: &[f32], cand: &[f32]) -> Vec<f32> {
         let mut out = x.to_vec();
-        let Ok(values) = self.encoding.decode(cand) else { return cand.to_vec() };
-        let rounded: Vec<Value> = values
-            .into_iter()
-            .map(|v| match v {
-                Value::Number(n) => Value::Number((n * 1e4).round() / 1e4),
-                c => c,
-            })
-            .collect();
-        let Ok(encoded) = self.encoding.encode_row(&rounded) else { return cand.to_vec() };
-        for f in self.schema.features() {
+        for (j, f) in self.schema.features().iter().enumerate() {
             let cols = f.columns();
-            if x[cols.clone()] != cand[cols.clone()] {
-                out[cols.clone()].copy_from_slice(&encoded[cols]);
+            if x[cols.clone()] != cand[cols.clone()] && self.encoding.reported_into(j, cand, &mut out).is_err() {
+                return cand.to_vec();
             }
         }
         out

@@ -240,20 +240,35 @@ impl Encoding {
         if out.len() != self.n_cols() {
             return Err(EncodeError::Width { found: out.len(), expected: self.n_cols() });
         }
-        for ((value, f), a) in row.iter().zip(self.core.features()).zip(&self.attributes) {
-            let cols = &mut out[f.columns()];
-            let bad = || EncodeError::Value { feature: a.name.clone(), value: *value };
-            match (*value, f.kind) {
-                (Value::Number(x), core::Kind::Continuous | core::Kind::Integer) => cols[0] = f.encode(x as f32),
-                (Value::Category(c), core::Kind::Binary) if c < 2 => cols[0] = c as f32,
-                (Value::Category(c), core::Kind::Categorical) if c < cols.len() => {
-                    cols.fill(0.0);
-                    cols[c] = 1.0;
-                }
-                _ => return Err(bad()),
+        for ((&value, f), a) in row.iter().zip(self.core.features()).zip(&self.attributes) {
+            if !encode_feature(f, value, &mut out[f.columns()]) {
+                return Err(EncodeError::Value { feature: a.name.clone(), value });
             }
         }
         Ok(())
+    }
+
+    /// Feature `feature` of the encoded row `x` as an answer reports it: decoded, a number
+    /// rounded to four decimals, and encoded again into `out` (a row of `x`'s width; only the
+    /// feature's columns are written). What [`Encoding::decode`], rounding and
+    /// [`Encoding::encode_into`] give for that feature, without the other features.
+    ///
+    /// # Errors
+    /// [`EncodeError::Width`] when `x` or `out` has the wrong length; [`EncodeError::Value`]
+    /// for a feature index out of range.
+    pub fn reported_into(&self, feature: usize, x: &[f32], out: &mut [f32]) -> Result<(), EncodeError> {
+        for len in [x.len(), out.len()] {
+            if len != self.n_cols() {
+                return Err(EncodeError::Width { found: len, expected: self.n_cols() });
+            }
+        }
+        let bad = |value| EncodeError::Value { feature: format!("#{feature}"), value };
+        let f = self.core.features().get(feature).ok_or_else(|| bad(Value::Category(feature)))?;
+        let value = match decode_feature(f, &x[f.columns()]) {
+            Value::Number(n) => Value::Number((n * 1e4).round() / 1e4),
+            c => c,
+        };
+        if encode_feature(f, value, &mut out[f.columns()]) { Ok(()) } else { Err(bad(value)) }
     }
 
     /// Encodes one raw row.
@@ -581,6 +596,21 @@ fn mean(values: &[f32]) -> f32 {
     if values.is_empty() { 0.0 } else { values.iter().sum::<f32>() / values.len() as f32 }
 }
 
+/// Writes `value` into its feature's columns `cols`; false when it does not fit the feature (a
+/// number for a categorical, a category index out of range).
+fn encode_feature(f: &core::Feature, value: Value, cols: &mut [f32]) -> bool {
+    match (value, f.kind) {
+        (Value::Number(x), core::Kind::Continuous | core::Kind::Integer) => cols[0] = f.encode(x as f32),
+        (Value::Category(c), core::Kind::Binary) if c < 2 => cols[0] = c as f32,
+        (Value::Category(c), core::Kind::Categorical) if c < cols.len() => {
+            cols.fill(0.0);
+            cols[c] = 1.0;
+        }
+        _ => return false,
+    }
+    true
+}
+
 fn decode_feature(f: &core::Feature, cols: &[f32]) -> Value {
     match f.kind {
         core::Kind::Continuous => Value::Number(f.decode(cols[0]) as f64),
@@ -670,6 +700,43 @@ kind = "continuous"
         // Test rows may fall outside the training range; they are not clipped.
         let out = e.encode_row(t.row(3)).unwrap();
         assert!((out[0] - 2.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn test_a_reported_feature_is_the_whole_row_decoded_rounded_and_encoded() {
+        let (_, e) = fitted();
+        // Off-grid values: a number between steps, a blend of categories, a binary value near
+        // one half.
+        let rows = [
+            [0.123_456_79, 0.2, 0.7, 0.1, 0.51, 0.333_333_34],
+            [1.7, 0.4, 0.4, 0.2, 0.49, -0.000_012_3],
+            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ];
+        for x in rows {
+            let rounded: Vec<Value> = e
+                .decode(&x)
+                .unwrap()
+                .into_iter()
+                .map(|v| match v {
+                    Value::Number(n) => Value::Number((n * 1e4).round() / 1e4),
+                    c => c,
+                })
+                .collect();
+            let whole = e.encode_row(&rounded).unwrap();
+            for j in 0..e.n_features() {
+                let mut out = [f32::NAN; 6];
+                e.reported_into(j, &x, &mut out).unwrap();
+                let cols = e.feature(j).unwrap().columns();
+                assert_eq!(&out[cols.clone()], &whole[cols.clone()], "feature {j} of {x:?}");
+                assert!(
+                    out.iter().enumerate().all(|(c, v)| cols.contains(&c) || v.is_nan()),
+                    "only feature {j} written"
+                );
+            }
+        }
+        let mut out = [0.0; 6];
+        assert!(matches!(e.reported_into(0, &[0.0; 5], &mut out), Err(EncodeError::Width { found: 5, expected: 6 })));
+        assert!(matches!(e.reported_into(9, &[0.0; 6], &mut out), Err(EncodeError::Value { .. })));
     }
 
     #[test]
