@@ -65,6 +65,12 @@ pub struct Config {
     /// `0..=1`; the target class must also be the model's decision, so a value at or below
     /// `1 / classes` asks for nothing more than that.
     pub min_probability: f32,
+    /// Whether a query's two independent first steps, the people around it (for
+    /// plausibility) and its first surrogate, run on two threads when the machine has two
+    /// cores: inside a rayon pool (as `cent batch` runs queries) by `rayon::join`, which
+    /// costs nothing when every thread is busy, elsewhere on a helper thread. The answers are
+    /// the same either way; only the latency of one query changes.
+    pub parallel: bool,
 }
 
 /// The factor by which each widening multiplies the neighbour count.
@@ -83,8 +89,38 @@ impl Default for Config {
             plausibility: 0.52,
             single_moves: true,
             min_probability: 0.6,
+            parallel: true,
         }
     }
+}
+
+/// `(a(), b())`, `a` on another thread when `parallel` and the machine has more than one core
+/// (`b`, which may call the model, stays on this one): a rayon worker offers `a` to its pool
+/// (`rayon::join`), any other thread gives it to a scoped helper thread, or runs it itself when
+/// no thread can be started. A panic in `a` is raised again here, as without the thread.
+fn both<A: Send, B: Send>(parallel: bool, a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    if !parallel || cores < 2 {
+        return (a(), b());
+    }
+    if rayon::current_thread_index().is_some() {
+        let (out_b, out_a) = rayon::join(b, a);
+        return (out_a, out_b);
+    }
+    let slot = std::sync::Mutex::new(Some(a));
+    let take = || slot.lock().map_or(None, |mut a| a.take());
+    std::thread::scope(|s| {
+        let helper = std::thread::Builder::new().spawn_scoped(s, || take().map(|a| a()));
+        let out_b = b();
+        let out_a = match helper {
+            Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => None,
+        };
+        // Without a helper, `a` is still in its slot.
+        let out_a = out_a.or_else(|| take().map(|a| a())).expect("`a` ran on the helper or is still in its slot");
+        (out_a, out_b)
+    })
 }
 
 /// Why no counterfactual is returned.
@@ -372,6 +408,10 @@ const NEEDLESS_WEIGHT: f32 = 1.0;
 /// capacity, [`crate::profile::NODES`], is used only for larger trees).
 const SMALL_TREE: usize = 255;
 
+/// A neighbourhood's surrogate, its fidelity on the held-out neighbours, the neighbour count
+/// and the rows it was fitted on ([`Explainer::fit_surrogate`]).
+type Fit = (Surrogate, f64, usize, Fitted);
+
 /// One query's resolved setting, as the steps that make a confirmed candidate an answer see
 /// it ([`Explainer::refine`]).
 #[derive(Clone, Copy)]
@@ -469,16 +509,24 @@ impl<'a> Explainer<'a> {
             None => Target::Not(fact as u8),
         };
         let fact_out = ClassOut { index: fact, name: self.class_name(fact), probability: proba[fact] };
-        // The encoded-space neighbourhood of every point judged for plausibility, from `x`'s.
-        let around = (self.config.plausibility > 0.0).then(|| Around::new(&self.nearby, x));
+        // The encoded-space neighbourhood of every point judged for plausibility, from `x`'s, and
+        // the surrogate of the first neighbourhood: independent, so on two threads
+        // ([`Config::parallel`]; the same results either way).
+        let mut k = self.config.k;
+        let (around, first) = both(
+            self.config.parallel,
+            || (self.config.plausibility > 0.0).then(|| Around::new(&self.nearby, x)),
+            || self.fit_surrogate(x, query, fact, &target_classes, k),
+        );
         let around = around.as_ref();
+        let mut first = Some(first);
         // The first neighbourhood, then wider ones while nothing is confirmed and the pool still
         // has more neighbours to give (the target classes' and the fact's sizes bound `k / 2`).
         let available = target_classes.iter().map(|&c| self.pool.class_size(c)).sum::<usize>();
-        let mut k = self.config.k;
         let mut widenings = 0;
         loop {
-            match self.explain_with(x, query, fact_out.clone(), desired, target, &target_classes, k, around) {
+            let fitted = first.take().unwrap_or_else(|| self.fit_surrogate(x, query, fact, &target_classes, k));
+            match self.explain_with(x, query, fact_out.clone(), desired, target, &target_classes, fitted, around) {
                 Err(ExplainError::NotFound(reason))
                     if reason != Reason::NoContrastNeighbours
                         && widenings < self.config.widen
@@ -1196,7 +1244,8 @@ impl<'a> Explainer<'a> {
         Ok(counts)
     }
 
-    /// One attempt of [`Explainer::explain`] with `k` neighbours.
+    /// One attempt of [`Explainer::explain`], on the surrogate `fit` of one neighbourhood
+    /// ([`Explainer::fit_surrogate`]).
     #[allow(clippy::too_many_arguments)] // The query's resolved setting, passed once per attempt.
     fn explain_with(
         &self,
@@ -1206,10 +1255,10 @@ impl<'a> Explainer<'a> {
         desired: Option<usize>,
         target: Target,
         target_classes: &[usize],
-        k: usize,
+        fit: Result<Fit, ExplainError>,
         around: Option<&Around<'_>>,
     ) -> Result<Explanation, ExplainError> {
-        let (surrogate, fidelity, neighbours, fitted) = self.fit_surrogate(x, query, fact.index, target_classes, k)?;
+        let (surrogate, fidelity, neighbours, fitted) = fit?;
         let tree = surrogate.tree();
         let mut out = Explanation {
             fact,
@@ -1264,7 +1313,7 @@ impl<'a> Explainer<'a> {
         fact: usize,
         targets: &[usize],
         k: usize,
-    ) -> Result<(Surrogate, f64, usize, Fitted), ExplainError> {
+    ) -> Result<Fit, ExplainError> {
         let z = self.encoder.forward(x);
         let half = (k / 2).max(1);
         let contrast = self.pool.nearest_in(&z, targets, half);
@@ -2066,6 +2115,46 @@ categories = ["u", "v"]
     /// Brute force over the pool and the query: the share of a point's [`AGREEMENT_K`] nearest
     /// people (a pool row before the query at equal distance; the query left out when a pool
     /// row holds its values) that the model puts in "yes".
+    #[test]
+    fn test_both_gives_each_side_its_result_and_keeps_the_second_on_the_calling_thread() {
+        let here = std::thread::current().id();
+        let run = |parallel: bool| {
+            let ((a, a_thread), (b, b_thread)) =
+                both(parallel, || (6 * 7, std::thread::current().id()), || ("b", std::thread::current().id()));
+            assert_eq!((a, b), (42, "b"));
+            (a_thread, b_thread)
+        };
+        assert_eq!(run(false), (here, here));
+        let (a_thread, b_thread) = run(true);
+        assert_eq!(b_thread, here, "the side that may call the model stays on the caller's thread");
+        if std::thread::available_parallelism().map_or(1, usize::from) >= 2 {
+            assert_ne!(a_thread, here, "the other side runs on a helper thread");
+        }
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| assert_eq!(run(true).1, std::thread::current().id(), "{threads} rayon threads"));
+        }
+        let caught = std::panic::catch_unwind(|| both(true, || -> u8 { panic!("the helper's side failed") }, || 1));
+        assert!(caught.is_err(), "a panic on the helper's side reaches the caller");
+    }
+
+    #[test]
+    fn test_explanations_are_the_same_on_one_thread_or_two() {
+        let t = toy();
+        let two = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let one =
+            Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config { parallel: false, ..Config::default() })
+                .unwrap();
+        let query = two.schema().default_query();
+        let mut found = 0;
+        for x in [[0.1, 0.2, 1.0, 0.0], [0.3, 0.1, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0], [0.9, 0.9, 0.0, 1.0]] {
+            let (a, b) = (two.explain(&x, &query, None), one.explain(&x, &query, None));
+            found += usize::from(a.as_ref().is_ok_and(|e| !e.counterfactuals.is_empty()));
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{x:?}");
+        }
+        assert!(found >= 3, "the comparison covers answers, not only errors ({found} of 4 answered)");
+    }
+
     #[test]
     fn test_agreement_counts_the_query_among_the_nearest_people() {
         let t = toy();

@@ -6,7 +6,10 @@
 //! `valgrind --tool=callgrind --callgrind-out-file=q.out target/release/examples/query_cost adult mlp 100`
 //! `callgrind_annotate --inclusive=yes q.out | grep Explainer::explain`
 //!
-//! Without valgrind it prints the median wall time per query.
+//! Without valgrind it prints the median wall time per query. With a fourth argument
+//! `parallel`, it explains each row twice in turn, with `Config::parallel` and without, and
+//! prints both medians and the median of the per-row ratios (the machine's speed drifts
+//! between runs; taken in turn, both sides see the same drift).
 
 use cent_host::artifacts::{Setup, Source};
 use cent_host::blackbox::ModelKind;
@@ -24,20 +27,50 @@ fn main() {
     let a = setup.load().expect("artifacts");
     let enc = &a.prepared.encoding;
     let query = enc.to_core_schema().default_query();
-    let explainer = Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, Config::default())
-        .expect("the model labels the pool");
+    let explainer_with = |config: Config| {
+        Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, config)
+            .expect("the model labels the pool")
+    };
+    let explainer = explainer_with(Config::default());
     let rows = n.min(a.prepared.test.n_rows());
     if rows == 0 {
         println!("no test rows to explain");
         return;
     }
-    let mut times: Vec<f64> = (1..=rows)
-        .map(|i| {
-            let start = Instant::now();
-            black_box(explainer.explain(a.prepared.test.row(i % rows), &query, None).ok());
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    println!("{rows} queries, median {:.3} ms", times[rows / 2]);
+    let time = |explainer: &Explainer<'_>, i: usize| {
+        let start = Instant::now();
+        black_box(explainer.explain(a.prepared.test.row(i % rows), &query, None).ok());
+        start.elapsed().as_secs_f64() * 1e3
+    };
+    if args.get(3).map(String::as_str) == Some("parallel") {
+        let one = explainer_with(Config { parallel: false, ..Config::default() });
+        let (mut two_threads, mut one_thread, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 1..=rows {
+            // Each side first every other row: the second call finds the row's data in cache.
+            let (t2, t1) = if i % 2 == 0 {
+                let t2 = time(&explainer, i);
+                (t2, time(&one, i))
+            } else {
+                let t1 = time(&one, i);
+                (time(&explainer, i), t1)
+            };
+            two_threads.push(t2);
+            one_thread.push(t1);
+            ratios.push(t2 / t1);
+        }
+        println!(
+            "{rows} queries, median {:.3} ms on two threads, {:.3} ms on one; per-query ratio median {:.3}",
+            median(&mut two_threads),
+            median(&mut one_thread),
+            median(&mut ratios)
+        );
+        return;
+    }
+    let mut times: Vec<f64> = (1..=rows).map(|i| time(&explainer, i)).collect();
+    println!("{rows} queries, median {:.3} ms", median(&mut times));
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
