@@ -96,8 +96,9 @@ impl Default for Config {
 
 /// `(a(), b())`, `a` on another thread when `parallel` and the machine has more than one core
 /// (`b`, which may call the model, stays on this one): a rayon worker offers `a` to its pool
-/// (`rayon::join`), any other thread gives it to a scoped helper thread, or runs it itself when
-/// no thread can be started. A panic in `a` is raised again here, as without the thread.
+/// (`rayon::join`), any other thread to a scoped helper thread; either way this thread runs `a`
+/// itself when no other has started it by the time `b` is done (or no thread can be started).
+/// A panic in `a` is raised again here, as without the thread.
 fn both<A: Send, B: Send>(parallel: bool, a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
     static CORES: OnceLock<usize> = OnceLock::new();
     let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
@@ -113,13 +114,14 @@ fn both<A: Send, B: Send>(parallel: bool, a: impl FnOnce() -> A + Send, b: impl 
     std::thread::scope(|s| {
         let helper = std::thread::Builder::new().spawn_scoped(s, || take().map(|a| a()));
         let out_b = b();
-        let out_a = match helper {
+        // A helper that has not started `a` yet (a busy machine), or none at all: this thread
+        // runs it rather than wait.
+        let mine = take().map(|a| a());
+        let theirs = match helper {
             Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             Err(_) => None,
         };
-        // Without a helper, `a` is still in its slot.
-        let out_a = out_a.or_else(|| take().map(|a| a())).expect("`a` ran on the helper or is still in its slot");
-        (out_a, out_b)
+        (mine.or(theirs).expect("`a` ran on one of the two threads"), out_b)
     })
 }
 
@@ -2125,10 +2127,26 @@ categories = ["u", "v"]
             (a_thread, b_thread)
         };
         assert_eq!(run(false), (here, here));
-        let (a_thread, b_thread) = run(true);
+        let (_, b_thread) = run(true);
         assert_eq!(b_thread, here, "the side that may call the model stays on the caller's thread");
         if std::thread::available_parallelism().map_or(1, usize::from) >= 2 {
-            assert_ne!(a_thread, here, "the other side runs on a helper thread");
+            // `b` waits (a while at most) for `a` to start, so that this thread does not take
+            // `a` over before the helper begins.
+            let started = std::sync::atomic::AtomicBool::new(false);
+            let (a_thread, ()) = both(
+                true,
+                || {
+                    started.store(true, std::sync::atomic::Ordering::SeqCst);
+                    std::thread::current().id()
+                },
+                || {
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while !started.load(std::sync::atomic::Ordering::SeqCst) && std::time::Instant::now() < until {
+                        std::thread::yield_now();
+                    }
+                },
+            );
+            assert_ne!(a_thread, here, "the other side runs on the helper thread");
         }
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
