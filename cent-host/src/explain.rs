@@ -26,6 +26,7 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro128PlusPlus;
 use serde::Serialize;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use thiserror::Error;
 
 /// Hyperparameters of the per-query explainer.
@@ -96,34 +97,52 @@ impl Default for Config {
     }
 }
 
-/// `(a(), b())`, `a` on another thread when `parallel` and the machine has more than one core
-/// (`b`, which may call the model, stays on this one): a rayon worker offers `a` to its pool
-/// (`rayon::join`), any other thread to a scoped helper thread; either way this thread runs `a`
-/// itself when no other has started it by the time `b` is done (or no thread can be started).
-/// A panic in `a` is raised again here, as without the thread.
-fn both<A: Send, B: Send>(parallel: bool, a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
-    static CORES: OnceLock<usize> = OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
-    if !parallel || cores < 2 {
-        return (a(), b());
-    }
-    if rayon::current_thread_index().is_some() {
-        let (out_b, out_a) = rayon::join(b, a);
-        return (out_a, out_b);
-    }
-    let slot = std::sync::Mutex::new(Some(a));
-    let take = || slot.lock().map_or(None, |mut a| a.take());
-    std::thread::scope(|s| {
-        let helper = std::thread::Builder::new().spawn_scoped(s, || take().map(|a| a()));
+/// `rest(a(), b(), later)` with `a` on a helper thread while this thread runs `b`: the helper
+/// sends this thread a handle on its result (`share`) and goes on with `then` on its own,
+/// whose result `later()` waits for (`None` when the helper did not run it). This thread runs
+/// `a` itself when no helper has started it by the time `b` is done (or none could be started).
+/// `then` is told, through its flag, once this thread needs nothing more from it; a panic on
+/// the helper is raised again here, as without the thread.
+fn two_threads<A: Send, B, T: Send, R>(
+    a: impl FnOnce() -> A + Send,
+    share: impl FnOnce(&A) -> A + Send,
+    then: impl FnOnce(A, &AtomicBool) -> T + Send,
+    b: impl FnOnce() -> B,
+    rest: impl FnOnce(A, B, &mut dyn FnMut() -> Option<T>) -> R,
+) -> R {
+    // `a` and `share`, until the helper or this thread takes them.
+    let open = std::sync::Mutex::new(Some((a, share)));
+    let take = || open.lock().ok().and_then(|mut open| open.take());
+    let done = AtomicBool::new(false);
+    let (send, receive) = std::sync::mpsc::sync_channel::<A>(1);
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new().spawn_scoped(scope, || {
+            let (a, share) = take()?;
+            let mine = a();
+            send.send(share(&mine)).ok()?;
+            Some(then(mine, &done))
+        });
         let out_b = b();
-        // A helper that has not started `a` yet (a busy machine), or none at all: this thread
-        // runs it rather than wait.
-        let mine = take().map(|a| a());
-        let theirs = match helper {
-            Ok(helper) => helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Err(_) => None,
+        let (out_a, mut helper) = match take() {
+            Some((a, _)) => (a(), None),
+            None => match receive.recv() {
+                Ok(out_a) => (out_a, helper.ok()),
+                // The helper took `a` and sent nothing: it panicked.
+                Err(_) => match helper.map(|h| h.join()) {
+                    Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                    _ => unreachable!("a helper that took `a` either sends its result or panics"),
+                },
+            },
         };
-        (mine.or(theirs).expect("`a` ran on one of the two threads"), out_b)
+        let join = |helper: Option<std::thread::ScopedJoinHandle<'_, Option<T>>>| match helper.map(|h| h.join()) {
+            Some(Ok(then)) => then,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => None,
+        };
+        let out = rest(out_a, out_b, &mut || join(helper.take()));
+        done.store(true, Ordering::Relaxed);
+        join(helper.take());
+        out
     })
 }
 
@@ -433,6 +452,83 @@ struct Ask<'q> {
 /// A confirmed point: its encoded row, the model's class for it and that class's probability.
 type Point = (Vec<f32>, usize, f32);
 
+/// One query as [`Explainer::explain`] resolved it.
+struct Start<'q> {
+    /// The encoded query.
+    x: &'q [f32],
+    query: &'q Query,
+    desired: Option<usize>,
+    target: Target,
+    /// The classes `target` accepts.
+    targets: &'q [usize],
+    /// The model's class for `x`, and as reported.
+    fact: usize,
+    fact_out: ClassOut,
+}
+
+/// How [`Explainer::people`] counts a refined person's changes the decision does not need
+/// ([`Explainer::redundant`]).
+#[derive(Debug, Clone, Copy)]
+enum Needless {
+    /// Not at all (the last resort).
+    Ignore,
+    /// Counted; a person with more is passed over.
+    AtMost(usize),
+    /// Counted, and the person kept whatever the count (judged before the cap is known).
+    Count,
+}
+
+/// A refined person ([`Explainer::people`]): the ranking's objective, the point, its
+/// agreement and its count of changes the decision does not need.
+#[derive(Debug)]
+struct Person {
+    rank: f32,
+    point: Point,
+    agreement: Option<f32>,
+    needless: usize,
+}
+
+/// The best single move ([`Explainer::best_single_move`]): its score, point and agreement, and
+/// its changes the decision does not need when they were counted.
+#[derive(Debug)]
+struct Single {
+    score: f32,
+    point: Point,
+    agreement: f32,
+    needless: Option<usize>,
+}
+
+/// What a query's helper thread judged before the first answer was known
+/// ([`Explainer::ahead`]); `None` where it did not.
+#[derive(Debug, Default)]
+struct Ahead {
+    people: Option<Vec<Person>>,
+    single: Option<Option<Single>>,
+}
+
+/// Where a query's second thread comes from ([`Config::parallel`]).
+enum Helper {
+    /// One thread: the setting, or a machine with one core.
+    None,
+    /// A rayon worker (as `cent batch` runs queries): `rayon::join` offers the people around
+    /// the query to the pool, which costs nothing when every worker is busy.
+    Rayon,
+    /// A scoped thread for the query ([`Explainer::search_on_two_threads`]).
+    Thread,
+}
+
+impl Helper {
+    fn for_query(parallel: bool) -> Self {
+        static CORES: OnceLock<usize> = OnceLock::new();
+        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+        match (parallel && cores >= 2, rayon::current_thread_index()) {
+            (false, _) => Helper::None,
+            (true, Some(_)) => Helper::Rayon,
+            (true, None) => Helper::Thread,
+        }
+    }
+}
+
 impl<'a> Explainer<'a> {
     /// Encodes the pool (`pool_rows`, row-major encoded rows) with `encoder` and labels it with
     /// `model`, once.
@@ -513,24 +609,67 @@ impl<'a> Explainer<'a> {
             None => Target::Not(fact as u8),
         };
         let fact_out = ClassOut { index: fact, name: self.class_name(fact), probability: proba[fact] };
+        let start = Start { x, query, desired, target, targets: &target_classes, fact, fact_out };
+        let first = || self.fit_surrogate(x, query, fact, &target_classes, self.config.k);
+        if self.config.plausibility <= 0.0 {
+            return self.search(&start, None, first(), &mut Ahead::default);
+        }
         // The encoded-space neighbourhood of every point judged for plausibility, from `x`'s, and
         // the surrogate of the first neighbourhood: independent, so on two threads
         // ([`Config::parallel`]; the same results either way).
+        let around = || Around::new(&self.nearby, x);
+        match Helper::for_query(self.config.parallel) {
+            Helper::None => {
+                let around = around();
+                self.search(&start, Some(&around), first(), &mut Ahead::default)
+            }
+            Helper::Rayon => {
+                let (first, around) = rayon::join(first, around);
+                self.search(&start, Some(&around), first, &mut Ahead::default)
+            }
+            Helper::Thread => self.search_on_two_threads(&start),
+        }
+    }
+
+    /// [`Explainer::explain`] with a helper thread for the query: it computes the people around
+    /// `x` ([`Around::new`]) while this thread fits the first surrogate, hands this thread a
+    /// handle on them, and goes on to judge people and single moves ([`Explainer::ahead`]),
+    /// which this thread needs, if at all, only once its first answer is known. This thread
+    /// computes the people itself when the helper has not started by the time the surrogate is
+    /// fitted (a busy machine) or none could be started; a panic on the helper is raised again
+    /// here, as without the thread.
+    fn search_on_two_threads(&self, start: &Start<'_>) -> Result<Explanation, ExplainError> {
+        let Start { x, query, targets, fact, .. } = *start;
+        two_threads(
+            || Around::new(&self.nearby, x),
+            Around::share,
+            |around, done| self.ahead(start, &around, done),
+            || self.fit_surrogate(x, query, fact, targets, self.config.k),
+            |around, first, ahead| self.search(start, Some(&around), first, &mut || ahead().unwrap_or_default()),
+        )
+    }
+
+    /// The rest of [`Explainer::explain`], from the first surrogate (`first`) and the people
+    /// around `x`: the first neighbourhood, then wider ones while nothing is confirmed, then the
+    /// last resort. `ahead` gives what another thread judged ahead, when the first answer
+    /// needs it ([`Explainer::weigh_people`]).
+    fn search(
+        &self,
+        start: &Start<'_>,
+        around: Option<&Around<'_>>,
+        first: Result<Fit, ExplainError>,
+        ahead: &mut dyn FnMut() -> Ahead,
+    ) -> Result<Explanation, ExplainError> {
+        let Start { x, query, desired, target, targets: target_classes, fact, .. } = *start;
         let mut k = self.config.k;
-        let (around, first) = both(
-            self.config.parallel,
-            || (self.config.plausibility > 0.0).then(|| Around::new(&self.nearby, x)),
-            || self.fit_surrogate(x, query, fact, &target_classes, k),
-        );
-        let around = around.as_ref();
         let mut first = Some(first);
         // The first neighbourhood, then wider ones while nothing is confirmed and the pool still
         // has more neighbours to give (the target classes' and the fact's sizes bound `k / 2`).
         let available = target_classes.iter().map(|&c| self.pool.class_size(c)).sum::<usize>();
         let mut widenings = 0;
         loop {
-            let fitted = first.take().unwrap_or_else(|| self.fit_surrogate(x, query, fact, &target_classes, k));
-            match self.explain_with(x, query, fact_out.clone(), desired, target, &target_classes, fitted, around) {
+            let fitted = first.take().unwrap_or_else(|| self.fit_surrogate(x, query, fact, target_classes, k));
+            match self.explain_with(x, query, start.fact_out.clone(), desired, target, target_classes, fitted, around) {
                 Err(ExplainError::NotFound(reason))
                     if reason != Reason::NoContrastNeighbours
                         && widenings < self.config.widen
@@ -541,16 +680,19 @@ impl<'a> Explainer<'a> {
                 }
                 Err(ExplainError::NotFound(_)) => break,
                 Ok(mut found) => {
-                    self.weigh_people(x, query, target, &target_classes, around, &mut found)?;
-                    self.weigh_single_moves(x, query, target, &target_classes, around, &mut found)?;
+                    let needed = around.is_some()
+                        && found.counterfactuals.first().and_then(|cf| cf.agreement).is_some_and(|g| g < 1.0);
+                    let Ahead { people, single } = if needed { ahead() } else { Ahead::default() };
+                    self.weigh_people(start, around, &mut found, people)?;
+                    self.weigh_single_moves(start, around, &mut found, single)?;
                     return Ok(found);
                 }
                 result => return result,
             }
         }
-        match self.nearest_feasible(x, query, target, &target_classes, around)? {
+        match self.nearest_feasible(x, query, target, target_classes, around)? {
             Some(cf) => Ok(Explanation {
-                fact: fact_out,
+                fact: start.fact_out.clone(),
                 desired: desired.map(|d| self.class_name(d)),
                 counterfactuals: vec![cf],
                 fidelity: f64::NAN,
@@ -562,6 +704,36 @@ impl<'a> Explainer<'a> {
             }),
             None => Err(ExplainError::NotFound(Reason::NoFeasibleTargetPoint)),
         }
+    }
+
+    /// What [`Explainer::weigh_people`] and [`Explainer::weigh_single_moves`] compute before
+    /// they compare with the first answer, judged without it (on a query's helper thread,
+    /// [`Explainer::search_on_two_threads`]): the people refined with their needless changes
+    /// counted, and the best single move by the ranking's objective with no score to beat. A
+    /// part that meets a model error, or that `done` stops before it starts, is left for the
+    /// calling thread to compute where it would have.
+    fn ahead(&self, start: &Start<'_>, around: &Around<'_>, done: &AtomicBool) -> Ahead {
+        let Start { x, query, target, targets, .. } = *start;
+        let mut ahead = Ahead::default();
+        if done.load(Ordering::Relaxed) {
+            return ahead;
+        }
+        let ids = self.people_ids(x, targets);
+        ahead.people = self.people(x, query, target, targets, &ids, Some(around), Needless::Count).ok();
+        if self.config.single_moves && !done.load(Ordering::Relaxed) {
+            ahead.single = match self.best_single_move(start, around, f32::INFINITY) {
+                Ok(Some(mut best)) => match self.redundant(x, target, &best.point.0) {
+                    Ok(needless) => {
+                        best.needless = Some(needless.len());
+                        Some(Some(best))
+                    }
+                    Err(_) => None,
+                },
+                Ok(None) => Some(None),
+                Err(_) => None,
+            };
+        }
+        ahead
     }
 
     /// The last resort when no contrast leaf gives a confirmed point: pool points of a target
@@ -606,22 +778,28 @@ impl<'a> Explainer<'a> {
     /// already places in the target class. Measured on three seeds, this lifted yNN on every
     /// pair (HELOC × MLP 0.73 → 0.796 on seed 2) at about 0.07 ms a query on Adult; with no
     /// redundancy guard, redundancy rose to 0.3–0.6 on Credit and HELOC.
+    ///
+    /// `ahead` holds the people refined ahead ([`Explainer::ahead`]), when they were.
     fn weigh_people(
         &self,
-        x: &[f32],
-        query: &Query,
-        target: Target,
-        target_classes: &[usize],
+        start: &Start<'_>,
         around: Option<&Around<'_>>,
         out: &mut Explanation,
+        ahead: Option<Vec<Person>>,
     ) -> Result<(), ExplainError> {
+        let Start { x, query, target, targets: target_classes, .. } = *start;
         let (Some(_), Some(first)) = (around, out.counterfactuals.first()) else { return Ok(()) };
         // All five nearest people agree: no person of the pool is more plausible.
         let Some(agreement) = first.agreement.filter(|&g| g < 1.0) else { return Ok(()) };
-        let z = self.encoder.forward(x);
-        let ids = self.pool.nearest_in(&z, target_classes, FALLBACK_FIRST);
         let cap = self.redundant(x, target, &first.encoded)?.len();
-        let Some(person) = self.nearest_of(x, query, target, target_classes, &ids, around, Some(cap))? else {
+        let people = match ahead {
+            Some(people) => people,
+            None => {
+                let ids = self.people_ids(x, target_classes);
+                self.people(x, query, target, target_classes, &ids, around, Needless::AtMost(cap))?
+            }
+        };
+        let Some(person) = self.closest(query, x, people, cap) else {
             return Ok(());
         };
         let person_score = self.score(query, x, &person.encoded, person.agreement.unwrap_or(0.0));
@@ -644,24 +822,55 @@ impl<'a> Explainer<'a> {
     /// and the best by the ranking's objective takes first place (the last answer making room)
     /// when it scores better than the first answer and keeps no more changes the decision does
     /// not need ([`Explainer::redundant`]).
+    ///
+    /// `ahead` holds the best single move judged ahead ([`Explainer::ahead`]), when it was.
     fn weigh_single_moves(
         &self,
-        x: &[f32],
-        query: &Query,
-        target: Target,
-        target_classes: &[usize],
+        start: &Start<'_>,
         around: Option<&Around<'_>>,
         out: &mut Explanation,
+        ahead: Option<Option<Single>>,
     ) -> Result<(), ExplainError> {
+        let Start { x, query, target, .. } = *start;
         if !self.config.single_moves {
             return Ok(());
         }
         let (Some(around), Some(first)) = (around, out.counterfactuals.first()) else { return Ok(()) };
         let Some(agreement) = first.agreement.filter(|&g| g < 1.0) else { return Ok(()) };
         let to_beat = self.score(query, x, &first.encoded, agreement);
+        // The best with no score to beat is the best below `to_beat`, when it is below.
+        let best = match ahead {
+            Some(best) => best.filter(|b| b.score < to_beat),
+            None => self.best_single_move(start, around, to_beat)?,
+        };
+        let Some(Single { point: (row, class, p), agreement: g, needless, .. }) = best else { return Ok(()) };
+        let cap = self.redundant(x, target, &first.encoded)?.len();
+        let needless = match needless {
+            Some(needless) => needless,
+            None => self.redundant(x, target, &row)?.len(),
+        };
+        if needless > cap || out.counterfactuals.iter().any(|cf| cf.encoded == row) {
+            return Ok(());
+        }
+        let single = self.regionless(query, x, (row, class, p), Realization::SingleMove, Some(g));
+        self.take_first_place(x, out, single);
+        Ok(())
+    }
+
+    /// The confirmed single move of `x` ([`Explainer::single_moves`]) that scores best by the
+    /// ranking's objective below `to_beat` (ties to the first), if any: the candidates go to the
+    /// model in one call, and the confirmed ones are judged among people in the order of their
+    /// move cost, which bounds their score from below.
+    fn best_single_move(
+        &self,
+        start: &Start<'_>,
+        around: &Around<'_>,
+        to_beat: f32,
+    ) -> Result<Option<Single>, ModelError> {
+        let Start { x, query, target, targets: target_classes, .. } = *start;
         let batch = self.single_moves(x, query);
         if batch.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let n = x.len();
         let classes = self.model.classes();
@@ -691,15 +900,12 @@ impl<'a> Explainer<'a> {
                 best = Some((s, i, c, pc, g));
             }
         }
-        let Some((_, i, class, p, g)) = best else { return Ok(()) };
-        let row = batch[i * n..(i + 1) * n].to_vec();
-        let cap = self.redundant(x, target, &first.encoded)?.len();
-        if self.redundant(x, target, &row)?.len() > cap || out.counterfactuals.iter().any(|cf| cf.encoded == row) {
-            return Ok(());
-        }
-        let single = self.regionless(query, x, (row, class, p), Realization::SingleMove, Some(g));
-        self.take_first_place(x, out, single);
-        Ok(())
+        Ok(best.map(|(score, i, class, p, agreement)| Single {
+            score,
+            point: (batch[i * n..(i + 1) * n].to_vec(), class, p),
+            agreement,
+            needless: None,
+        }))
     }
 
     /// The single moves of `x` the query allows ([`Explainer::weigh_single_moves`]), row after
@@ -772,8 +978,36 @@ impl<'a> Explainer<'a> {
         around: Option<&Around<'_>>,
         max_redundant: Option<usize>,
     ) -> Result<Option<Counterfactual>, ExplainError> {
+        let needless = max_redundant.map_or(Needless::Ignore, Needless::AtMost);
+        let people = self.people(x, query, target, target_classes, ids, around, needless)?;
+        Ok(self.closest(query, x, people, max_redundant.unwrap_or(usize::MAX)))
+    }
+
+    /// The pool points `ids` of a target class nearest to `x` in the latent space, as many as
+    /// the people path looks at ([`FALLBACK_FIRST`]).
+    fn people_ids(&self, x: &[f32], target_classes: &[usize]) -> Vec<u32> {
+        let z = self.encoder.forward(x);
+        self.pool.nearest_in(&z, target_classes, FALLBACK_FIRST)
+    }
+
+    /// The pool points `ids` projected onto what the query can reach and confirmed by the
+    /// model, the [`FALLBACK_TRIED`] cheapest (of at most [`FALLBACK_ATTEMPTS`]) repaired,
+    /// confirmed again and refined ([`Explainer::refine`]), in that order, each with the
+    /// ranking's objective ([`Explainer::score`] when plausibility is judged, the move cost
+    /// otherwise) and its changes the decision does not need as `needless` says.
+    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the points to try.
+    fn people(
+        &self,
+        x: &[f32],
+        query: &Query,
+        target: Target,
+        target_classes: &[usize],
+        ids: &[u32],
+        around: Option<&Around<'_>>,
+        needless: Needless,
+    ) -> Result<Vec<Person>, ModelError> {
         if ids.is_empty() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let cols = x.len();
         let rows = self.gathered(&projection(&self.schema, query, x, cols), ids);
@@ -786,8 +1020,7 @@ impl<'a> Explainer<'a> {
             }
         }
         found.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        // (objective, answer, agreement)
-        let mut best: Option<(f32, Point, Option<f32>)> = None;
+        let mut people = Vec::new();
         let mut tried = 0;
         for &(_, i) in found.iter().take(FALLBACK_ATTEMPTS) {
             if tried == FALLBACK_TRIED {
@@ -803,11 +1036,14 @@ impl<'a> Explainer<'a> {
             tried += 1;
             let ask = Ask { x, query, target, targets: target_classes, around };
             let (row, class, p) = self.refine(&ask, row, class, p)?;
-            if let Some(m) = max_redundant
-                && self.redundant(x, target, &row)?.len() > m
-            {
-                continue;
-            }
+            let needless = match needless {
+                Needless::Ignore => 0,
+                Needless::AtMost(most) => match self.redundant(x, target, &row)?.len() {
+                    count if count > most => continue,
+                    count => count,
+                },
+                Needless::Count => self.redundant(x, target, &row)?.len(),
+            };
             // The ranking's objective when plausibility is judged, as for a contrast leaf's
             // answers; the move cost otherwise.
             let agreement = around
@@ -817,11 +1053,21 @@ impl<'a> Explainer<'a> {
                 Some(g) => self.score(query, x, &row, g),
                 None => self.move_cost(query, x, &row),
             };
-            if best.as_ref().is_none_or(|b| rank < b.0) {
-                best = Some((rank, (row, class, p), agreement));
+            people.push(Person { rank, point: (row, class, p), agreement, needless });
+        }
+        Ok(people)
+    }
+
+    /// The first of `people` with the lowest objective among those with at most `cap` changes
+    /// the decision does not need, as an answer.
+    fn closest(&self, query: &Query, x: &[f32], people: Vec<Person>, cap: usize) -> Option<Counterfactual> {
+        let mut best: Option<Person> = None;
+        for person in people.into_iter().filter(|p| p.needless <= cap) {
+            if best.as_ref().is_none_or(|b| person.rank < b.rank) {
+                best = Some(person);
             }
         }
-        Ok(best.map(|(_, point, agreement)| self.regionless(query, x, point, Realization::Nearest, agreement)))
+        best.map(|p| self.regionless(query, x, p.point, Realization::Nearest, p.agreement))
     }
 
     /// An answer that no region gave (a person's, a single move's): the confirmed `point`.
@@ -2120,42 +2366,77 @@ categories = ["u", "v"]
     /// people (a pool row before the query at equal distance; the query left out when a pool
     /// row holds its values) that the model puts in "yes".
     #[test]
-    fn test_both_gives_each_side_its_result_and_keeps_the_second_on_the_calling_thread() {
+    fn test_two_threads_gives_each_step_its_result_and_runs_the_rest_on_the_helper() {
+        use std::sync::atomic::AtomicBool;
         let here = std::thread::current().id();
-        let run = |parallel: bool| {
-            let ((a, a_thread), (b, b_thread)) =
-                both(parallel, || (6 * 7, std::thread::current().id()), || ("b", std::thread::current().id()));
-            assert_eq!((a, b), (42, "b"));
-            (a_thread, b_thread)
+        let id = || std::thread::current().id();
+        // `b` waits (a while at most) for the helper to start `a`, so that this thread does not
+        // take `a` over before the helper begins.
+        let started = AtomicBool::new(false);
+        let wait = || {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !started.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                std::thread::yield_now();
+            }
         };
-        assert_eq!(run(false), (here, here));
-        let (_, b_thread) = run(true);
-        assert_eq!(b_thread, here, "the side that may call the model stays on the caller's thread");
-        if std::thread::available_parallelism().map_or(1, usize::from) >= 2 {
-            // `b` waits (a while at most) for `a` to start, so that this thread does not take
-            // `a` over before the helper begins.
-            let started = std::sync::atomic::AtomicBool::new(false);
-            let (a_thread, ()) = both(
-                true,
-                || {
-                    started.store(true, std::sync::atomic::Ordering::SeqCst);
-                    std::thread::current().id()
+        let (a, b, then) = two_threads(
+            || {
+                started.store(true, Ordering::SeqCst);
+                (6 * 7, id())
+            },
+            |&(v, _)| (v + 1, id()),
+            |(v, a_thread), done: &AtomicBool| (v, a_thread, id(), done.load(Ordering::SeqCst)),
+            || {
+                wait();
+                ("b", id())
+            },
+            |a, b, later| (a, b, later()),
+        );
+        assert_eq!(b, ("b", here), "`b` runs on this thread");
+        assert_eq!(a.0, 43, "this thread gets the shared handle on `a`'s result");
+        let (v, a_thread, then_thread, done) = then.expect("the helper ran `then`");
+        assert_eq!(v, 42, "`then` gets the helper's own result");
+        assert_ne!(a_thread, here, "`a` runs on the helper");
+        assert_eq!(then_thread, a_thread, "`then` runs on the helper after `a`");
+        assert!(!done, "`then` ran before this thread was done");
+        // Whoever runs `a`, the rest gets it; `then` is run at most once and waited for.
+        for _ in 0..20 {
+            let ran = std::sync::atomic::AtomicUsize::new(0);
+            let (a, b, later) = two_threads(
+                || 1,
+                |&a| a,
+                |a, _: &AtomicBool| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    a
                 },
-                || {
-                    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-                    while !started.load(std::sync::atomic::Ordering::SeqCst) && std::time::Instant::now() < until {
-                        std::thread::yield_now();
-                    }
-                },
+                || 2,
+                |a, b, later| (a, b, later().is_some()),
             );
-            assert_ne!(a_thread, here, "the other side runs on the helper thread");
+            assert_eq!((a, b), (1, 2));
+            assert_eq!(ran.load(Ordering::SeqCst), usize::from(later), "`later` says whether `then` ran");
         }
-        for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| assert_eq!(run(true).1, std::thread::current().id(), "{threads} rayon threads"));
-        }
-        let caught = std::panic::catch_unwind(|| both(true, || -> u8 { panic!("the helper's side failed") }, || 1));
-        assert!(caught.is_err(), "a panic on the helper's side reaches the caller");
+        // A panic on the helper, in `a` or in `then`, reaches this thread.
+        let started = AtomicBool::new(false);
+        let wait = || {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !started.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                std::thread::yield_now();
+            }
+        };
+        let in_then = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            two_threads(
+                || started.store(true, Ordering::SeqCst),
+                |_| (),
+                |_, _: &AtomicBool| -> u8 { panic!("the helper's step failed") },
+                wait,
+                |_, _, later| later(),
+            )
+        }));
+        assert!(in_then.is_err(), "a panic in `then` reaches the caller");
+        let in_a = std::panic::catch_unwind(|| {
+            two_threads(|| -> u8 { panic!("the helper's first step failed") }, |&a| a, |a, _| a, || 1, |a, b, _| a + b)
+        });
+        assert!(in_a.is_err(), "a panic in `a` reaches the caller, whichever thread runs it");
     }
 
     #[test]
@@ -2173,6 +2454,87 @@ categories = ["u", "v"]
             assert_eq!(format!("{a:?}"), format!("{b:?}"), "{x:?}");
         }
         assert!(found >= 3, "the comparison covers answers, not only errors ({found} of 4 answered)");
+    }
+
+    #[test]
+    fn test_people_and_single_moves_judged_ahead_give_the_same_answers() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let query = explainer.schema().default_query();
+        let mut used = 0;
+        for a in 0..11 {
+            for b in 0..11 {
+                let x = [a as f32 / 10.0, b as f32 / 10.0, 1.0, 0.0];
+                let proba = Sum.probabilities(&x).unwrap();
+                let fact = argmax(&proba);
+                let fact_out = ClassOut { index: fact, name: explainer.class_name(fact), probability: proba[fact] };
+                let targets = [1 - fact];
+                let target = Target::Not(fact as u8);
+                let start = Start { x: &x, query: &query, desired: None, target, targets: &targets, fact, fact_out };
+                let fit = || explainer.fit_surrogate(&x, &query, fact, &targets, explainer.config.k);
+                let around = Around::new(&explainer.nearby, &x);
+                let later = explainer.search(&start, Some(&around), fit(), &mut Ahead::default);
+                let helper = around.share();
+                let mut ahead = || {
+                    used += 1;
+                    explainer.ahead(&start, &helper, &AtomicBool::new(false))
+                };
+                let judged = explainer.search(&start, Some(&around.share()), fit(), &mut ahead);
+                assert_eq!(format!("{judged:?}"), format!("{later:?}"), "{x:?}");
+            }
+        }
+        assert!(used >= 5, "the comparison covers first answers that people and single moves compete with ({used})");
+    }
+
+    #[test]
+    fn test_judged_without_the_first_answer_then_compared_is_judged_with_it() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let query = explainer.schema().default_query();
+        let (mut singles, mut people) = (0, 0);
+        for a in 0..11 {
+            for b in 0..11 {
+                let x = [a as f32 / 10.0, b as f32 / 10.0, 1.0, 0.0];
+                let proba = Sum.probabilities(&x).unwrap();
+                let fact = argmax(&proba);
+                let fact_out = ClassOut { index: fact, name: explainer.class_name(fact), probability: proba[fact] };
+                let targets = [1 - fact];
+                let target = Target::Not(fact as u8);
+                let start = Start { x: &x, query: &query, desired: None, target, targets: &targets, fact, fact_out };
+                let around = Around::new(&explainer.nearby, &x);
+                // The best single move below a score to beat is the best of all, when below it.
+                let all = explainer.best_single_move(&start, &around, f32::INFINITY).unwrap();
+                let best = all.as_ref().map_or(1.0, |b| b.score);
+                singles += usize::from(all.is_some());
+                for to_beat in [0.05, 0.2, 0.5, 1.0, 3.0, best, best + 1e-3, f32::INFINITY] {
+                    let below = explainer.best_single_move(&start, &around, to_beat).unwrap();
+                    let filtered = all.as_ref().filter(|b| b.score < to_beat);
+                    assert_eq!(format!("{below:?}"), format!("{filtered:?}"), "{x:?}, below {to_beat}");
+                }
+                // People refined with their needless changes counted, then capped, are those
+                // passed over at the cap as they are refined.
+                let ids = explainer.people_ids(&x, &targets);
+                let counted =
+                    explainer.people(&x, &query, target, &targets, &ids, Some(&around), Needless::Count).unwrap();
+                people += counted.len();
+                for cap in 0..3 {
+                    let capped = explainer
+                        .people(&x, &query, target, &targets, &ids, Some(&around), Needless::AtMost(cap))
+                        .unwrap();
+                    let (first, then) = (
+                        explainer.closest(&query, &x, capped, cap),
+                        explainer.closest(
+                            &query,
+                            &x,
+                            counted.iter().map(|p| Person { point: p.point.clone(), ..*p }).collect(),
+                            cap,
+                        ),
+                    );
+                    assert_eq!(format!("{first:?}"), format!("{then:?}"), "{x:?}, at most {cap}");
+                }
+            }
+        }
+        assert!(singles >= 10 && people >= 10, "the comparison covers found moves ({singles}) and people ({people})");
     }
 
     #[test]

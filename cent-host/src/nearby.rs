@@ -15,6 +15,7 @@ use crate::profile::Schema;
 use cent_nostd::schema::Kind;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The pool by feature: what [`Around`] reads.
 #[derive(Debug, Clone)]
@@ -194,15 +195,12 @@ const BANDS: usize = 64;
 /// rows in bands of that distance: a point that differs from `x` in a few features is nearer
 /// to a row than `x` by at most what those features can give (`Rows::most_gained`), so its
 /// search stops at the first band beyond its `k`-th distance plus that.
-#[derive(Debug, Clone)]
+///
+/// The distances are computed once and shared by every handle on them ([`Around::share`]);
+/// each handle keeps its own caches, so one query's threads each search with their own.
+#[derive(Debug)]
 pub struct Around<'r> {
-    rows: &'r Rows,
-    x: Vec<f32>,
-    /// Row ids by band, nearest band first; band `b` is `order[starts[b]..starts[b + 1]]`.
-    order: Vec<u32>,
-    starts: Vec<usize>,
-    /// The squared distance from `x` of each row of `order`.
-    base: Vec<f32>,
+    bands: Arc<Bands<'r>>,
     /// Per feature, its values in the order of `order`, laid out on demand as far as the
     /// searches have come (the few features the points of one query change are read many
     /// times, and only in the nearest bands).
@@ -210,6 +208,18 @@ pub struct Around<'r> {
     /// The answers given so far, by point and `k`: the explainer judges some points more than
     /// once (a candidate, then the same point as the start of its pruning).
     seen: RefCell<Memo>,
+}
+
+/// What [`Around::new`] computes, read-only afterwards.
+#[derive(Debug)]
+struct Bands<'r> {
+    rows: &'r Rows,
+    x: Vec<f32>,
+    /// Row ids by band, nearest band first; band `b` is `order[starts[b]..starts[b + 1]]`.
+    order: Vec<u32>,
+    starts: Vec<usize>,
+    /// The squared distance from `x` of each row of `order`.
+    base: Vec<f32>,
     /// Some row holds exactly `x`'s values.
     x_in_rows: bool,
 }
@@ -251,7 +261,21 @@ impl<'r> Around<'r> {
             base[*at] = d;
             *at += 1;
         }
-        let sorted = rows
+        // A row at distance 0 is in the first band.
+        let x_in_rows = base[..starts[1]].contains(&0.0);
+        Around::with(Arc::new(Bands { rows, x: x.to_vec(), order, starts, base, x_in_rows }))
+    }
+
+    /// Another handle on the same distances, with empty caches of its own: for another thread
+    /// of the same query (a handle is not shared between threads, it is sent to one). Its
+    /// answers are the same.
+    pub fn share(&self) -> Self {
+        Around::with(Arc::clone(&self.bands))
+    }
+
+    fn with(bands: Arc<Bands<'r>>) -> Self {
+        let sorted = bands
+            .rows
             .features
             .iter()
             .map(|c| {
@@ -262,19 +286,17 @@ impl<'r> Around<'r> {
                 })
             })
             .collect();
-        // A row at distance 0 is in the first band.
-        let x_in_rows = base[..starts[1]].contains(&0.0);
-        Around { rows, x: x.to_vec(), order, starts, base, sorted, seen: RefCell::default(), x_in_rows }
+        Around { bands, sorted, seen: RefCell::default() }
     }
 
     /// The point the distances were computed from (the query).
     pub fn origin(&self) -> &[f32] {
-        &self.x
+        &self.bands.x
     }
 
     /// True when some row holds exactly [`Around::origin`]'s values: the query may be that row.
     pub fn origin_in_rows(&self) -> bool {
-        self.x_in_rows
+        self.bands.x_in_rows
     }
 
     /// Feature `j`'s values in band order, laid out at least for the first `upto` rows of
@@ -283,8 +305,8 @@ impl<'r> Around<'r> {
     fn sorted(&self, j: usize, upto: usize) -> std::cell::Ref<'_, Sorted> {
         {
             let mut sorted = self.sorted[j].borrow_mut();
-            let ids = |have: usize| &self.order[have..upto.max(2 * have).min(self.order.len())];
-            match (&mut *sorted, &self.rows.features[j]) {
+            let ids = |have: usize| &self.bands.order[have..upto.max(2 * have).min(self.bands.order.len())];
+            match (&mut *sorted, &self.bands.rows.features[j]) {
                 (Sorted::Number(laid), Column::Number { values, .. }) if laid.len() < upto => {
                     laid.extend(ids(laid.len()).iter().map(|&i| values[i as usize]));
                 }
@@ -301,8 +323,8 @@ impl<'r> Around<'r> {
     /// columns; ties to the lower id), nearest first. `point` has `x`'s width; any number of
     /// its features may differ from `x`'s, each costing one pass.
     pub fn nearest(&self, point: &[f32], k: usize) -> Vec<u32> {
-        let k = k.min(self.rows.n);
-        if k == 0 || point.len() != self.x.len() {
+        let k = k.min(self.bands.rows.n);
+        if k == 0 || point.len() != self.bands.x.len() {
             return Vec::new();
         }
         let key = (point.iter().map(|v| v.to_bits()).collect::<Vec<u32>>(), k);
@@ -316,13 +338,13 @@ impl<'r> Around<'r> {
 
     /// [`Around::nearest`] without the memo.
     fn search(&self, point: &[f32], k: usize) -> Vec<u32> {
-        let changed: Vec<usize> = (0..self.rows.features.len())
+        let changed: Vec<usize> = (0..self.bands.rows.features.len())
             .filter(|&j| {
-                let cols = self.rows.columns(j);
-                point[cols.clone()] != self.x[cols]
+                let cols = self.bands.rows.columns(j);
+                point[cols.clone()] != self.bands.x[cols]
             })
             .collect();
-        let gain: f32 = changed.iter().map(|&j| self.rows.most_gained(j, &self.x, point)).sum();
+        let gain: f32 = changed.iter().map(|&j| self.bands.rows.most_gained(j, &self.bands.x, point)).sum();
         let mut delta: Vec<f32> = Vec::new();
         // The k smallest (distance, id) pairs, sorted.
         let mut top: Vec<(f32, u32)> = Vec::with_capacity(k + 1);
@@ -333,20 +355,20 @@ impl<'r> Around<'r> {
             if top.len() == k && floor > top[k - 1].0 {
                 break;
             }
-            let band = self.starts[b]..self.starts[b + 1];
+            let band = self.bands.starts[b]..self.bands.starts[b + 1];
             if band.is_empty() {
                 continue;
             }
-            let ids = &self.order[band.clone()];
+            let ids = &self.bands.order[band.clone()];
             delta.clear();
-            delta.extend_from_slice(&self.base[band.clone()]);
+            delta.extend_from_slice(&self.bands.base[band.clone()]);
             for &j in &changed {
-                let cols = self.rows.columns(j);
-                match (&*self.sorted(j, band.end), code(&self.x[cols.clone()]), code(&point[cols])) {
+                let cols = self.bands.rows.columns(j);
+                match (&*self.sorted(j, band.end), code(&self.bands.x[cols.clone()]), code(&point[cols])) {
                     (Sorted::Number(values), _, _) => {
                         // (p - v)² - (a - v)², as one product.
-                        let col = self.rows.columns(j).start;
-                        let (a, p) = (self.x[col], point[col]);
+                        let col = self.bands.rows.columns(j).start;
+                        let (a, p) = (self.bands.x[col], point[col]);
                         let (diff, sum) = (p - a, p + a);
                         for (d, &v) in delta.iter_mut().zip(&values[band.clone()]) {
                             *d += diff * (sum - 2.0 * v);
@@ -358,8 +380,8 @@ impl<'r> Around<'r> {
                         }
                     }
                     _ => {
-                        self.rows.add_at(j, &self.x, -1.0, ids, &mut delta);
-                        self.rows.add_at(j, point, 1.0, ids, &mut delta);
+                        self.bands.rows.add_at(j, &self.bands.x, -1.0, ids, &mut delta);
+                        self.bands.rows.add_at(j, point, 1.0, ids, &mut delta);
                     }
                 }
             }
