@@ -69,10 +69,12 @@ pub struct Config {
     /// Whether a query's two independent first steps, the people around it (for
     /// plausibility) and its first surrogate, run on two threads when the machine has two
     /// cores: inside a rayon pool (as `cent batch` runs queries) by `rayon::join`, which
-    /// costs nothing when every thread is busy, elsewhere on a helper thread. The answers are
-    /// the same either way; only the latency of one query changes (measured on Adult, 2
-    /// cores: 15–17 % less on a quiet machine, 6 % more when both cores are already busy,
-    /// where a caller that keeps every core busy should turn it off).
+    /// costs nothing when every thread is busy; elsewhere on a helper thread, which then goes
+    /// on to judge the nearest people and the single moves that may compete with the first
+    /// answer, while the calling thread finds it. The model may be called on either thread.
+    /// The answers are the same either way; only the latency of one query changes (measured
+    /// on Adult, 2 cores: 15–19 % less on a quiet machine, 6 % more when both cores are
+    /// already busy, where a caller that keeps every core busy should turn it off).
     pub parallel: bool,
 }
 
@@ -99,16 +101,18 @@ impl Default for Config {
 
 /// `rest(a(), b(), later)` with `a` on a helper thread while this thread runs `b`: the helper
 /// sends this thread a handle on its result (`share`) and goes on with `then` on its own,
-/// whose result `later()` waits for (`None` when the helper did not run it). This thread runs
-/// `a` itself when no helper has started it by the time `b` is done (or none could be started).
-/// `then` is told, through its flag, once this thread needs nothing more from it; a panic on
-/// the helper is raised again here, as without the thread.
+/// whose result `later(true)` waits for (`None` when the helper did not run it). This thread
+/// runs `a` itself when no helper has started it by the time `b` is done (or none could be
+/// started). `then` is told, through its flag, once this thread needs nothing more from it
+/// (`later(false)`, or `rest` returning), so that it can stop early: a result it returns
+/// after the flag is set is not used. A panic on the helper is raised again here, as without
+/// the thread.
 fn two_threads<A: Send, B, T: Send, R>(
     a: impl FnOnce() -> A + Send,
     share: impl FnOnce(&A) -> A + Send,
     then: impl FnOnce(A, &AtomicBool) -> T + Send,
     b: impl FnOnce() -> B,
-    rest: impl FnOnce(A, B, &mut dyn FnMut() -> Option<T>) -> R,
+    rest: impl FnOnce(A, B, &mut dyn FnMut(bool) -> Option<T>) -> R,
 ) -> R {
     // `a` and `share`, until the helper or this thread takes them.
     let open = std::sync::Mutex::new(Some((a, share)));
@@ -139,9 +143,14 @@ fn two_threads<A: Send, B, T: Send, R>(
             Some(Err(panic)) => std::panic::resume_unwind(panic),
             None => None,
         };
-        let out = rest(out_a, out_b, &mut || join(helper.take()));
-        done.store(true, Ordering::Relaxed);
-        join(helper.take());
+        let mut later = |wanted: bool| {
+            if !wanted {
+                done.store(true, Ordering::Relaxed);
+            }
+            join(helper.take()).filter(|_| wanted)
+        };
+        let out = rest(out_a, out_b, &mut later);
+        later(false);
         out
     })
 }
@@ -469,13 +478,15 @@ struct Start<'q> {
 /// How [`Explainer::people`] counts a refined person's changes the decision does not need
 /// ([`Explainer::redundant`]).
 #[derive(Debug, Clone, Copy)]
-enum Needless {
+enum Needless<'s> {
     /// Not at all (the last resort).
     Ignore,
     /// Counted; a person with more is passed over.
     AtMost(usize),
-    /// Counted, and the person kept whatever the count (judged before the cap is known).
-    Count,
+    /// Counted, and the person kept whatever the count (judged before the cap is known, on
+    /// a helper thread that stops between people once the flag is set: the people found are
+    /// then not used).
+    Count(&'s AtomicBool),
 }
 
 /// A refined person ([`Explainer::people`]): the ranking's objective, the point, its
@@ -612,7 +623,7 @@ impl<'a> Explainer<'a> {
         let start = Start { x, query, desired, target, targets: &target_classes, fact, fact_out };
         let first = || self.fit_surrogate(x, query, fact, &target_classes, self.config.k);
         if self.config.plausibility <= 0.0 {
-            return self.search(&start, None, first(), &mut Ahead::default);
+            return self.search(&start, None, first(), &mut |_| Ahead::default());
         }
         // The encoded-space neighbourhood of every point judged for plausibility, from `x`'s, and
         // the surrogate of the first neighbourhood: independent, so on two threads
@@ -621,11 +632,11 @@ impl<'a> Explainer<'a> {
         match Helper::for_query(self.config.parallel) {
             Helper::None => {
                 let around = around();
-                self.search(&start, Some(&around), first(), &mut Ahead::default)
+                self.search(&start, Some(&around), first(), &mut |_| Ahead::default())
             }
             Helper::Rayon => {
                 let (first, around) = rayon::join(first, around);
-                self.search(&start, Some(&around), first, &mut Ahead::default)
+                self.search(&start, Some(&around), first, &mut |_| Ahead::default())
             }
             Helper::Thread => self.search_on_two_threads(&start),
         }
@@ -645,20 +656,22 @@ impl<'a> Explainer<'a> {
             Around::share,
             |around, done| self.ahead(start, &around, done),
             || self.fit_surrogate(x, query, fact, targets, self.config.k),
-            |around, first, ahead| self.search(start, Some(&around), first, &mut || ahead().unwrap_or_default()),
+            |around, first, later| {
+                self.search(start, Some(&around), first, &mut |wanted| later(wanted).unwrap_or_default())
+            },
         )
     }
 
     /// The rest of [`Explainer::explain`], from the first surrogate (`first`) and the people
     /// around `x`: the first neighbourhood, then wider ones while nothing is confirmed, then the
-    /// last resort. `ahead` gives what another thread judged ahead, when the first answer
-    /// needs it ([`Explainer::weigh_people`]).
+    /// last resort. `ahead(true)` gives what another thread judged ahead, when the first
+    /// answer needs it ([`Explainer::weigh_people`]); `ahead(false)` says it does not.
     fn search(
         &self,
         start: &Start<'_>,
         around: Option<&Around<'_>>,
         first: Result<Fit, ExplainError>,
-        ahead: &mut dyn FnMut() -> Ahead,
+        ahead: &mut dyn FnMut(bool) -> Ahead,
     ) -> Result<Explanation, ExplainError> {
         let Start { x, query, desired, target, targets: target_classes, fact, .. } = *start;
         let mut k = self.config.k;
@@ -682,7 +695,7 @@ impl<'a> Explainer<'a> {
                 Ok(mut found) => {
                     let needed = around.is_some()
                         && found.counterfactuals.first().and_then(|cf| cf.agreement).is_some_and(|g| g < 1.0);
-                    let Ahead { people, single } = if needed { ahead() } else { Ahead::default() };
+                    let Ahead { people, single } = ahead(needed);
                     self.weigh_people(start, around, &mut found, people)?;
                     self.weigh_single_moves(start, around, &mut found, single)?;
                     return Ok(found);
@@ -710,8 +723,9 @@ impl<'a> Explainer<'a> {
     /// they compare with the first answer, judged without it (on a query's helper thread,
     /// [`Explainer::search_on_two_threads`]): the people refined with their needless changes
     /// counted, and the best single move by the ranking's objective with no score to beat. A
-    /// part that meets a model error, or that `done` stops before it starts, is left for the
-    /// calling thread to compute where it would have.
+    /// part that meets a model error is left for the calling thread to compute where it would
+    /// have. Once `done` is set (the calling thread needs none of it) it stops between people
+    /// and before the single moves, and what it returns is not used.
     fn ahead(&self, start: &Start<'_>, around: &Around<'_>, done: &AtomicBool) -> Ahead {
         let Start { x, query, target, targets, .. } = *start;
         let mut ahead = Ahead::default();
@@ -719,7 +733,7 @@ impl<'a> Explainer<'a> {
             return ahead;
         }
         let ids = self.people_ids(x, targets);
-        ahead.people = self.people(x, query, target, targets, &ids, Some(around), Needless::Count).ok();
+        ahead.people = self.people(x, query, target, targets, &ids, Some(around), Needless::Count(done)).ok();
         if self.config.single_moves && !done.load(Ordering::Relaxed) {
             ahead.single = match self.best_single_move(start, around, f32::INFINITY) {
                 Ok(Some(mut best)) => match self.redundant(x, target, &best.point.0) {
@@ -1004,7 +1018,7 @@ impl<'a> Explainer<'a> {
         target_classes: &[usize],
         ids: &[u32],
         around: Option<&Around<'_>>,
-        needless: Needless,
+        needless: Needless<'_>,
     ) -> Result<Vec<Person>, ModelError> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -1023,7 +1037,7 @@ impl<'a> Explainer<'a> {
         let mut people = Vec::new();
         let mut tried = 0;
         for &(_, i) in found.iter().take(FALLBACK_ATTEMPTS) {
-            if tried == FALLBACK_TRIED {
+            if tried == FALLBACK_TRIED || matches!(needless, Needless::Count(stop) if stop.load(Ordering::Relaxed)) {
                 break;
             }
             // A projected row may pair the query's fixed values with others no person has (sex
@@ -1042,7 +1056,7 @@ impl<'a> Explainer<'a> {
                     count if count > most => continue,
                     count => count,
                 },
-                Needless::Count => self.redundant(x, target, &row)?.len(),
+                Needless::Count(_) => self.redundant(x, target, &row)?.len(),
             };
             // The ranking's objective when plausibility is judged, as for a contrast leaf's
             // answers; the move cost otherwise.
@@ -2390,7 +2404,7 @@ categories = ["u", "v"]
                 wait();
                 ("b", id())
             },
-            |a, b, later| (a, b, later()),
+            |a, b, later| (a, b, later(true)),
         );
         assert_eq!(b, ("b", here), "`b` runs on this thread");
         assert_eq!(a.0, 43, "this thread gets the shared handle on `a`'s result");
@@ -2410,11 +2424,30 @@ categories = ["u", "v"]
                     a
                 },
                 || 2,
-                |a, b, later| (a, b, later().is_some()),
+                |a, b, later| (a, b, later(true).is_some()),
             );
             assert_eq!((a, b), (1, 2));
             assert_eq!(ran.load(Ordering::SeqCst), usize::from(later), "`later` says whether `then` ran");
         }
+        // `later(false)` tells `then` to stop and gives nothing.
+        let (ran, seen) = (AtomicBool::new(false), AtomicBool::new(false));
+        let given = two_threads(
+            || (),
+            |_| (),
+            |_, done: &AtomicBool| {
+                ran.store(true, Ordering::SeqCst);
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while !done.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                    std::thread::yield_now();
+                }
+                seen.store(done.load(Ordering::SeqCst), Ordering::SeqCst);
+                7
+            },
+            || (),
+            |_, _, later| later(false),
+        );
+        assert_eq!(given, None, "a result not wanted is not given");
+        assert_eq!(seen.load(Ordering::SeqCst), ran.load(Ordering::SeqCst), "`then` is told to stop");
         // A panic on the helper, in `a` or in `then`, reaches this thread.
         let started = AtomicBool::new(false);
         let wait = || {
@@ -2429,7 +2462,7 @@ categories = ["u", "v"]
                 |_| (),
                 |_, _: &AtomicBool| -> u8 { panic!("the helper's step failed") },
                 wait,
-                |_, _, later| later(),
+                |_, _, later| later(true),
             )
         }));
         assert!(in_then.is_err(), "a panic in `then` reaches the caller");
@@ -2474,10 +2507,10 @@ categories = ["u", "v"]
                 let start = Start { x: &x, query: &query, desired: None, target, targets: &targets, fact, fact_out };
                 let fit = || explainer.fit_surrogate(&x, &query, fact, &targets, explainer.config.k);
                 let around = Around::new(&explainer.nearby, &x);
-                let later = explainer.search(&start, Some(&around), fit(), &mut Ahead::default);
+                let later = explainer.search(&start, Some(&around), fit(), &mut |_| Ahead::default());
                 let helper = around.share();
-                let mut ahead = || {
-                    used += 1;
+                let mut ahead = |wanted: bool| {
+                    used += usize::from(wanted);
                     explainer.ahead(&start, &helper, &AtomicBool::new(false))
                 };
                 let judged = explainer.search(&start, Some(&around.share()), fit(), &mut ahead);
@@ -2515,8 +2548,9 @@ categories = ["u", "v"]
                 // People refined with their needless changes counted, then capped, are those
                 // passed over at the cap as they are refined.
                 let ids = explainer.people_ids(&x, &targets);
-                let counted =
-                    explainer.people(&x, &query, target, &targets, &ids, Some(&around), Needless::Count).unwrap();
+                let counted = explainer
+                    .people(&x, &query, target, &targets, &ids, Some(&around), Needless::Count(&AtomicBool::new(false)))
+                    .unwrap();
                 people += counted.len();
                 for cap in 0..3 {
                     let capped = explainer
