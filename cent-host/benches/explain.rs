@@ -1,8 +1,9 @@
 //! Per-query latency of the full-precision explainer on Adult (k = 1000, max_search = 50),
 //! after training (models come from the cache, trained on first use). At the defaults a
-//! query's first two steps run on two threads when the machine has two cores
-//! (`Config::parallel`); `cent-lab/examples/query_cost.rs` with `parallel` times each row in
-//! turn with and without that.
+//! query uses a second thread when the machine has two cores (`Config::parallel`: its first
+//! two steps at once, then the people and single moves that may compete with its first
+//! answer); `cent-lab/examples/query_cost.rs` with `parallel` times each row in turn with and
+//! without that.
 //!
 //! Run with the dev profile, where cent's crates are optimised and burn is not:
 //! `cargo bench -p cent-host --profile dev --bench explain`

@@ -73,8 +73,8 @@ pub struct Config {
     /// on to judge the nearest people and the single moves that may compete with the first
     /// answer, while the calling thread finds it. The model may be called on either thread.
     /// The answers are the same either way; only the latency of one query changes (measured
-    /// on Adult, 2 cores: 15–19 % less on a quiet machine, 6 % more when both cores are
-    /// already busy, where a caller that keeps every core busy should turn it off).
+    /// on Adult, 2 cores: 15–19 % less on a quiet machine; 6 % to twice as much when both
+    /// cores are already busy, where a caller that keeps every core busy should turn it off).
     pub parallel: bool,
 }
 
