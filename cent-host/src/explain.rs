@@ -2490,12 +2490,10 @@ categories = ["u", "v"]
         assert!(found >= 60, "the comparison covers several answers a query, not only errors ({found} of 121)");
     }
 
-    #[test]
-    fn test_people_and_single_moves_judged_ahead_give_the_same_answers() {
-        let t = toy();
-        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+    /// Each point of the toy grid (`c` = "u") as a query for anything but its class, with
+    /// the people around it.
+    fn each_toy_query(explainer: &Explainer<'_>, mut f: impl FnMut(&Start<'_>, &Around<'_>)) {
         let query = explainer.schema().default_query();
-        let mut used = 0;
         for a in 0..11 {
             for b in 0..11 {
                 let x = [a as f32 / 10.0, b as f32 / 10.0, 1.0, 0.0];
@@ -2505,18 +2503,27 @@ categories = ["u", "v"]
                 let targets = [1 - fact];
                 let target = Target::Not(fact as u8);
                 let start = Start { x: &x, query: &query, desired: None, target, targets: &targets, fact, fact_out };
-                let fit = || explainer.fit_surrogate(&x, &query, fact, &targets, explainer.config.k);
-                let around = Around::new(&explainer.nearby, &x);
-                let later = explainer.search(&start, Some(&around), fit(), &mut |_| Ahead::default());
-                let helper = around.share();
-                let mut ahead = |wanted: bool| {
-                    used += usize::from(wanted);
-                    explainer.ahead(&start, &helper, &AtomicBool::new(false))
-                };
-                let judged = explainer.search(&start, Some(&around.share()), fit(), &mut ahead);
-                assert_eq!(format!("{judged:?}"), format!("{later:?}"), "{x:?}");
+                f(&start, &Around::new(&explainer.nearby, &x));
             }
         }
+    }
+
+    #[test]
+    fn test_people_and_single_moves_judged_ahead_give_the_same_answers() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let mut used = 0;
+        each_toy_query(&explainer, |start, around| {
+            let fit = || explainer.fit_surrogate(start.x, start.query, start.fact, start.targets, explainer.config.k);
+            let later = explainer.search(start, Some(around), fit(), &mut |_| Ahead::default());
+            let helper = around.share();
+            let mut ahead = |wanted: bool| {
+                used += usize::from(wanted);
+                explainer.ahead(start, &helper, &AtomicBool::new(false))
+            };
+            let judged = explainer.search(start, Some(&around.share()), fit(), &mut ahead);
+            assert_eq!(format!("{judged:?}"), format!("{later:?}"), "{:?}", start.x);
+        });
         assert!(used >= 5, "the comparison covers first answers that people and single moves compete with ({used})");
     }
 
@@ -2524,51 +2531,33 @@ categories = ["u", "v"]
     fn test_judged_without_the_first_answer_then_compared_is_judged_with_it() {
         let t = toy();
         let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
-        let query = explainer.schema().default_query();
         let (mut singles, mut people) = (0, 0);
-        for a in 0..11 {
-            for b in 0..11 {
-                let x = [a as f32 / 10.0, b as f32 / 10.0, 1.0, 0.0];
-                let proba = Sum.probabilities(&x).unwrap();
-                let fact = argmax(&proba);
-                let fact_out = ClassOut { index: fact, name: explainer.class_name(fact), probability: proba[fact] };
-                let targets = [1 - fact];
-                let target = Target::Not(fact as u8);
-                let start = Start { x: &x, query: &query, desired: None, target, targets: &targets, fact, fact_out };
-                let around = Around::new(&explainer.nearby, &x);
-                // The best single move below a score to beat is the best of all, when below it.
-                let all = explainer.best_single_move(&start, &around, f32::INFINITY).unwrap();
-                let best = all.as_ref().map_or(1.0, |b| b.score);
-                singles += usize::from(all.is_some());
-                for to_beat in [0.05, 0.2, 0.5, 1.0, 3.0, best, best + 1e-3, f32::INFINITY] {
-                    let below = explainer.best_single_move(&start, &around, to_beat).unwrap();
-                    let filtered = all.as_ref().filter(|b| b.score < to_beat);
-                    assert_eq!(format!("{below:?}"), format!("{filtered:?}"), "{x:?}, below {to_beat}");
-                }
-                // People refined with their needless changes counted, then capped, are those
-                // passed over at the cap as they are refined.
-                let ids = explainer.people_ids(&x, &targets);
-                let counted = explainer
-                    .people(&x, &query, target, &targets, &ids, Some(&around), Needless::Count(&AtomicBool::new(false)))
-                    .unwrap();
-                people += counted.len();
-                for cap in 0..3 {
-                    let capped = explainer
-                        .people(&x, &query, target, &targets, &ids, Some(&around), Needless::AtMost(cap))
-                        .unwrap();
-                    let (first, then) = (
-                        explainer.closest(&query, &x, capped, cap),
-                        explainer.closest(
-                            &query,
-                            &x,
-                            counted.iter().map(|p| Person { point: p.point.clone(), ..*p }).collect(),
-                            cap,
-                        ),
-                    );
-                    assert_eq!(format!("{first:?}"), format!("{then:?}"), "{x:?}, at most {cap}");
-                }
+        each_toy_query(&explainer, |start, around| {
+            let Start { x, query, target, targets, .. } = *start;
+            // The best single move below a score to beat is the best of all, when below it.
+            let all = explainer.best_single_move(start, around, f32::INFINITY).unwrap();
+            let best = all.as_ref().map_or(1.0, |b| b.score);
+            singles += usize::from(all.is_some());
+            for to_beat in [0.05, 0.2, 0.5, 1.0, 3.0, best, best + 1e-3, f32::INFINITY] {
+                let below = explainer.best_single_move(start, around, to_beat).unwrap();
+                let filtered = all.as_ref().filter(|b| b.score < to_beat);
+                assert_eq!(format!("{below:?}"), format!("{filtered:?}"), "{x:?}, below {to_beat}");
             }
-        }
+            // People refined with their needless changes counted, then capped, are those
+            // passed over at the cap as they are refined.
+            let ids = explainer.people_ids(x, targets);
+            let counting = Needless::Count(&AtomicBool::new(false));
+            let counted = explainer.people(x, query, target, targets, &ids, Some(around), counting).unwrap();
+            people += counted.len();
+            for cap in 0..3 {
+                let capped =
+                    explainer.people(x, query, target, targets, &ids, Some(around), Needless::AtMost(cap)).unwrap();
+                let copies = counted.iter().map(|p| Person { point: p.point.clone(), ..*p }).collect();
+                let (first, then) =
+                    (explainer.closest(query, x, capped, cap), explainer.closest(query, x, copies, cap));
+                assert_eq!(format!("{first:?}"), format!("{then:?}"), "{x:?}, at most {cap}");
+            }
+        });
         assert!(singles >= 10 && people >= 10, "the comparison covers found moves ({singles}) and people ({people})");
     }
 
