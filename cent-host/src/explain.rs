@@ -774,7 +774,8 @@ impl<'a> Explainer<'a> {
             }
             tried = count;
             let ids = self.pool.nearest_in(&z, target_classes, count);
-            if let Some(cf) = self.nearest_of(x, query, target, target_classes, &ids, around, None)? {
+            let people = self.people(x, query, target, target_classes, &ids, around, Needless::Ignore)?;
+            if let Some(cf) = self.closest(query, x, people, usize::MAX) {
                 return Ok(Some(cf));
             }
         }
@@ -977,24 +978,6 @@ impl<'a> Explainer<'a> {
             }
         }
         batch
-    }
-
-    /// [`Explainer::nearest_feasible`] over the pool points `ids`; with `max_redundant`, a
-    /// refined answer with more changes the decision does not need is passed over.
-    #[allow(clippy::too_many_arguments)] // The query's resolved setting and the points to try.
-    fn nearest_of(
-        &self,
-        x: &[f32],
-        query: &Query,
-        target: Target,
-        target_classes: &[usize],
-        ids: &[u32],
-        around: Option<&Around<'_>>,
-        max_redundant: Option<usize>,
-    ) -> Result<Option<Counterfactual>, ExplainError> {
-        let needless = max_redundant.map_or(Needless::Ignore, Needless::AtMost);
-        let people = self.people(x, query, target, target_classes, ids, around, needless)?;
-        Ok(self.closest(query, x, people, max_redundant.unwrap_or(usize::MAX)))
     }
 
     /// The pool points `ids` of a target class nearest to `x` in the latent space, as many as
