@@ -3,13 +3,15 @@
 //! Timing on a shared machine varies by ±20 % from run to run; the instructions this takes,
 //! counted under callgrind, do not, so this is how two versions of the hot path are compared:
 //!
-//! `valgrind --tool=callgrind --callgrind-out-file=q.out target/release/examples/query_cost adult mlp 100`
+//! `valgrind --tool=callgrind --callgrind-out-file=q.out target/release/examples/query_cost adult mlp 100 serial`
 //! `callgrind_annotate --inclusive=yes q.out | grep Explainer::explain`
 //!
 //! Without valgrind it prints the median wall time per query. With a fourth argument
 //! `parallel`, it explains each row twice in turn, with `Config::parallel` and without, and
 //! prints both medians and the median of the per-row ratios (the machine's speed drifts
-//! between runs; taken in turn, both sides see the same drift).
+//! between runs; taken in turn, both sides see the same drift). With `serial` it explains
+//! on one thread (`parallel: false`): the count to compare under callgrind, which runs one
+//! thread at a time, so that which thread does what does not move it.
 
 use cent_host::artifacts::{Setup, Source};
 use cent_host::blackbox::ModelKind;
@@ -31,7 +33,8 @@ fn main() {
         Explainer::new(enc, a.model().unwrap(), &a.vae.encoder, &a.prepared.train.data, config)
             .expect("the model labels the pool")
     };
-    let explainer = explainer_with(Config::default());
+    let serial = args.get(3).map(String::as_str) == Some("serial");
+    let explainer = explainer_with(Config { parallel: !serial, ..Config::default() });
     let rows = n.min(a.prepared.test.n_rows());
     if rows == 0 {
         println!("no test rows to explain");
