@@ -101,12 +101,11 @@ impl Default for Config {
 
 /// `rest(a(), b(), later)` with `a` on a helper thread while this thread runs `b`: the helper
 /// sends this thread a handle on its result (`share`) and goes on with `then` on its own,
-/// whose result `later(true)` waits for (`None` when the helper did not run it). This thread
-/// runs `a` itself when no helper has started it by the time `b` is done (or none could be
-/// started). `then` is told, through its flag, once this thread needs nothing more from it
-/// (`later(false)`, or `rest` returning), so that it can stop early: a result it returns
-/// after the flag is set is not used. A panic on the helper is raised again here, as without
-/// the thread.
+/// whose result `later` waits for (`None` when the helper did not run it). This thread runs
+/// `a` itself when no helper has started it by the time `b` is done (or none could be
+/// started). `later(false)` first tells `then`, through its flag, that it may stop early (as
+/// `rest` returning does): what it returns then may be partial, which is for `rest` to set
+/// aside. A panic on the helper is raised again here, as without the thread.
 fn two_threads<A: Send, B, T: Send, R>(
     a: impl FnOnce() -> A + Send,
     share: impl FnOnce(&A) -> A + Send,
@@ -147,7 +146,7 @@ fn two_threads<A: Send, B, T: Send, R>(
             if !wanted {
                 done.store(true, Ordering::Relaxed);
             }
-            join(helper.take()).filter(|_| wanted)
+            join(helper.take())
         };
         let out = rest(out_a, out_b, &mut later);
         later(false);
@@ -440,9 +439,16 @@ const NEEDLESS_WEIGHT: f32 = 1.0;
 /// capacity, [`crate::profile::NODES`], is used only for larger trees).
 const SMALL_TREE: usize = 255;
 
-/// A neighbourhood's surrogate, its fidelity on the held-out neighbours, the neighbour count
-/// and the rows it was fitted on ([`Explainer::fit_surrogate`]).
-type Fit = (Surrogate, f64, usize, Fitted);
+/// A neighbourhood's surrogate ([`Explainer::fit_surrogate`]).
+struct Fit {
+    surrogate: Surrogate,
+    /// The neighbours held out to measure its fidelity ([`Explainer::fidelity`]), measured
+    /// only for the surrogate that gives the answer.
+    held_out: Vec<u32>,
+    /// Neighbours gathered, held out ones included.
+    neighbours: usize,
+    fitted: Fitted,
+}
 
 /// One query's resolved setting, as the steps that make a confirmed candidate an answer see
 /// it ([`Explainer::refine`]).
@@ -484,8 +490,8 @@ enum Needless<'s> {
     /// Counted; a person with more is passed over.
     AtMost(usize),
     /// Counted, and the person kept whatever the count (judged before the cap is known, on
-    /// a helper thread that stops between people once the flag is set: the people found are
-    /// then not used).
+    /// a helper thread that stops between people, and between the steps of refining one, once
+    /// the flag is set: the people found are then not used).
     Count(&'s AtomicBool),
 }
 
@@ -510,11 +516,14 @@ struct Single {
 }
 
 /// What a query's helper thread judged before the first answer was known
-/// ([`Explainer::ahead`]); `None` where it did not.
+/// ([`Explainer::ahead`]), and the first surrogate's fidelity it measured once this thread had
+/// fitted it; `None` where it did not.
 #[derive(Debug, Default)]
 struct Ahead {
     people: Option<Vec<Person>>,
     single: Option<Option<Single>>,
+    /// The first surrogate's fidelity ([`Explainer::fidelity`]).
+    fidelity: Option<f64>,
 }
 
 /// Where a query's second thread comes from ([`Config::parallel`]).
@@ -645,19 +654,62 @@ impl<'a> Explainer<'a> {
     /// [`Explainer::explain`] with a helper thread for the query: it computes the people around
     /// `x` ([`Around::new`]) while this thread fits the first surrogate, hands this thread a
     /// handle on them, and goes on to judge people and single moves ([`Explainer::ahead`]),
-    /// which this thread needs, if at all, only once its first answer is known. This thread
-    /// computes the people itself when the helper has not started by the time the surrogate is
-    /// fitted (a busy machine) or none could be started; a panic on the helper is raised again
-    /// here, as without the thread.
+    /// which this thread needs, if at all, only once its first answer is known, and then to
+    /// measure the first surrogate's fidelity, which this thread sends it once fitted. This
+    /// thread computes the people itself when the helper has not started by the time the
+    /// surrogate is fitted (a busy machine) or none could be started, and the fidelity when
+    /// the helper did not measure it; a panic on the helper is raised again here, as without
+    /// the thread.
     fn search_on_two_threads(&self, start: &Start<'_>) -> Result<Explanation, ExplainError> {
         let Start { x, query, targets, fact, .. } = *start;
+        // The first surrogate and its held-out neighbours, from this thread to the helper.
+        let (send, receive) = std::sync::mpsc::sync_channel::<(Surrogate, Vec<u32>)>(1);
+        // The single moves go to whichever thread comes to them first: the helper after the
+        // people, or this thread when it needs them before the helper has begun them.
+        let single_taken = &AtomicBool::new(false);
+        let take = |taken: &AtomicBool| !taken.swap(true, Ordering::AcqRel);
         two_threads(
             || Around::new(&self.nearby, x),
             Around::share,
-            |around, done| self.ahead(start, &around, done),
-            || self.fit_surrogate(x, query, fact, targets, self.config.k),
+            move |around, done| {
+                let people = self.people_ahead(start, &around, done);
+                // Nothing comes when the fit failed or held nothing out (the sender is gone).
+                let measure = |(surrogate, held_out): (Surrogate, Vec<u32>)| {
+                    self.held_out_fidelity(x, query, &surrogate, &held_out).ok()
+                };
+                // The fidelity now when the surrogate is fitted, else after the single moves.
+                let mut fidelity = receive.try_recv().ok().and_then(measure);
+                let single = (self.config.single_moves && !done.load(Ordering::Relaxed) && take(single_taken))
+                    .then(|| self.single_ahead(start, &around, done))
+                    .flatten();
+                if fidelity.is_none() {
+                    fidelity = receive.recv().ok().and_then(measure);
+                }
+                Ahead { people, single, fidelity }
+            },
+            move || {
+                let first = self.fit_surrogate(x, query, fact, targets, self.config.k);
+                if let Ok(fit) = &first
+                    && !fit.held_out.is_empty()
+                {
+                    // Refused only when no helper is left to measure it: this thread will.
+                    let _ = send.try_send((fit.surrogate.clone(), fit.held_out.clone()));
+                }
+                first
+            },
             |around, first, later| {
-                self.search(start, Some(&around), first, &mut |wanted| later(wanted).unwrap_or_default())
+                let never = AtomicBool::new(false);
+                self.search(start, Some(&around), first, &mut |wanted| {
+                    // Judged here, while the helper finishes the people.
+                    let mine = (wanted && self.config.single_moves && take(single_taken))
+                        .then(|| self.single_ahead(start, &around, &never));
+                    match later(wanted) {
+                        Some(ahead) if wanted => Ahead { single: mine.unwrap_or(ahead.single), ..ahead },
+                        // Told to stop early, the helper's people and single moves may be partial.
+                        Some(ahead) => Ahead { fidelity: ahead.fidelity, ..Ahead::default() },
+                        None => Ahead { single: mine.flatten(), ..Ahead::default() },
+                    }
+                })
             },
         )
     }
@@ -665,7 +717,8 @@ impl<'a> Explainer<'a> {
     /// The rest of [`Explainer::explain`], from the first surrogate (`first`) and the people
     /// around `x`: the first neighbourhood, then wider ones while nothing is confirmed, then the
     /// last resort. `ahead(true)` gives what another thread judged ahead, when the first
-    /// answer needs it ([`Explainer::weigh_people`]); `ahead(false)` says it does not.
+    /// answer needs it ([`Explainer::weigh_people`]) or the last resort does; `ahead(false)`
+    /// says it does not. Either gives the first surrogate's fidelity when it was measured there.
     fn search(
         &self,
         start: &Start<'_>,
@@ -682,7 +735,12 @@ impl<'a> Explainer<'a> {
         let mut widenings = 0;
         loop {
             let fitted = first.take().unwrap_or_else(|| self.fit_surrogate(x, query, fact, target_classes, k));
-            match self.explain_with(x, query, start.fact_out.clone(), desired, target, target_classes, fitted, around) {
+            let attempt = fitted.and_then(|fit| {
+                let found =
+                    self.explain_with(x, query, start.fact_out.clone(), desired, target, target_classes, &fit, around)?;
+                Ok((found, fit))
+            });
+            match attempt {
                 Err(ExplainError::NotFound(reason))
                     if reason != Reason::NoContrastNeighbours
                         && widenings < self.config.widen
@@ -692,18 +750,25 @@ impl<'a> Explainer<'a> {
                     widenings += 1;
                 }
                 Err(ExplainError::NotFound(_)) => break,
-                Ok(mut found) => {
+                Ok((mut found, fit)) => {
                     let needed = around.is_some()
                         && found.counterfactuals.first().and_then(|cf| cf.agreement).is_some_and(|g| g < 1.0);
-                    let Ahead { people, single } = ahead(needed);
+                    let Ahead { people, single, fidelity } = ahead(needed);
+                    // What was measured ahead is the first surrogate's.
+                    found.fidelity = match fidelity.filter(|_| widenings == 0) {
+                        Some(fidelity) => fidelity,
+                        None => self.fidelity(x, query, &fit)?,
+                    };
                     self.weigh_people(start, around, &mut found, people)?;
                     self.weigh_single_moves(start, around, &mut found, single)?;
                     return Ok(found);
                 }
-                result => return result,
+                Err(error) => return Err(error),
             }
         }
-        match self.nearest_feasible(x, query, target, target_classes, around)? {
+        // The people judged ahead are the last resort's first look.
+        let Ahead { people, .. } = ahead(true);
+        match self.nearest_feasible(x, query, target, target_classes, around, people)? {
             Some(cf) => Ok(Explanation {
                 fact: start.fact_out.clone(),
                 desired: desired.map(|d| self.class_name(d)),
@@ -719,35 +784,39 @@ impl<'a> Explainer<'a> {
         }
     }
 
-    /// What [`Explainer::weigh_people`] and [`Explainer::weigh_single_moves`] compute before
-    /// they compare with the first answer, judged without it (on a query's helper thread,
-    /// [`Explainer::search_on_two_threads`]): the people refined with their needless changes
-    /// counted, and the best single move by the ranking's objective with no score to beat. A
-    /// part that meets a model error is left for the calling thread to compute where it would
-    /// have. Once `done` is set (the calling thread needs none of it) it stops between people
-    /// and before the single moves, and what it returns is not used.
-    fn ahead(&self, start: &Start<'_>, around: &Around<'_>, done: &AtomicBool) -> Ahead {
+    /// What [`Explainer::weigh_people`] computes before it compares with the first answer,
+    /// judged without it (on a query's helper thread, [`Explainer::search_on_two_threads`]):
+    /// the people refined with their needless changes counted; `None` after a model error (the
+    /// calling thread then computes them where it would have). Once `done` is set (the calling
+    /// thread does not need them) it stops between people and between the steps of refining
+    /// one, and what it returns is not used.
+    fn people_ahead(&self, start: &Start<'_>, around: &Around<'_>, done: &AtomicBool) -> Option<Vec<Person>> {
         let Start { x, query, target, targets, .. } = *start;
-        let mut ahead = Ahead::default();
         if done.load(Ordering::Relaxed) {
-            return ahead;
+            return None;
         }
         let ids = self.people_ids(x, targets);
-        ahead.people = self.people(x, query, target, targets, &ids, Some(around), Needless::Count(done)).ok();
-        if self.config.single_moves && !done.load(Ordering::Relaxed) {
-            ahead.single = match self.best_single_move(start, around, f32::INFINITY) {
-                Ok(Some(mut best)) => match self.redundant(x, target, &best.point.0) {
-                    Ok(needless) => {
-                        best.needless = Some(needless.len());
-                        Some(Some(best))
-                    }
-                    Err(_) => None,
-                },
-                Ok(None) => Some(None),
+        self.people(x, query, target, targets, &ids, Some(around), Needless::Count(done)).ok()
+    }
+
+    /// What [`Explainer::weigh_single_moves`] computes before it compares with the first
+    /// answer, judged without it: the best single move by the ranking's objective with no
+    /// score to beat, its needless changes counted; `None` after a model error. Once `stop` is
+    /// set it gives up between its steps, and what it returns is not used.
+    fn single_ahead(&self, start: &Start<'_>, around: &Around<'_>, stop: &AtomicBool) -> Option<Option<Single>> {
+        let Start { x, target, .. } = *start;
+        match self.best_single_move(start, around, f32::INFINITY, stop) {
+            Ok(Some(_)) if stop.load(Ordering::Relaxed) => None,
+            Ok(Some(mut best)) => match self.redundant(x, target, &best.point.0) {
+                Ok(needless) => {
+                    best.needless = Some(needless.len());
+                    Some(Some(best))
+                }
                 Err(_) => None,
-            };
+            },
+            Ok(None) => Some(None),
+            Err(_) => None,
         }
-        ahead
     }
 
     /// The last resort when no contrast leaf gives a confirmed point: pool points of a target
@@ -757,6 +826,9 @@ impl<'a> Explainer<'a> {
     /// refined ([`Explainer::refine`]) and the best result by the ranking's objective
     /// ([`Explainer::score`]; the move cost without plausibility) is returned. `None` means no
     /// point of the pool can be reached.
+    ///
+    /// `first_look` holds the people of the first look refined ahead ([`Explainer::ahead`],
+    /// their needless changes counted and not used here), when they were.
     fn nearest_feasible(
         &self,
         x: &[f32],
@@ -764,6 +836,7 @@ impl<'a> Explainer<'a> {
         target: Target,
         target_classes: &[usize],
         around: Option<&Around<'_>>,
+        mut first_look: Option<Vec<Person>>,
     ) -> Result<Option<Counterfactual>, ExplainError> {
         let z = self.encoder.forward(x);
         let available = target_classes.iter().map(|&c| self.pool.class_size(c)).sum::<usize>();
@@ -773,8 +846,13 @@ impl<'a> Explainer<'a> {
                 continue;
             }
             tried = count;
-            let ids = self.pool.nearest_in(&z, target_classes, count);
-            let people = self.people(x, query, target, target_classes, &ids, around, Needless::Ignore)?;
+            let people = match first_look.take().filter(|_| count == FALLBACK_FIRST) {
+                Some(people) => people,
+                None => {
+                    let ids = self.pool.nearest_in(&z, target_classes, count);
+                    self.people(x, query, target, target_classes, &ids, around, Needless::Ignore)?
+                }
+            };
             if let Some(cf) = self.closest(query, x, people, usize::MAX) {
                 return Ok(Some(cf));
             }
@@ -856,7 +934,7 @@ impl<'a> Explainer<'a> {
         // The best with no score to beat is the best below `to_beat`, when it is below.
         let best = match ahead {
             Some(best) => best.filter(|b| b.score < to_beat),
-            None => self.best_single_move(start, around, to_beat)?,
+            None => self.best_single_move(start, around, to_beat, &AtomicBool::new(false))?,
         };
         let Some(Single { point: (row, class, p), agreement: g, needless, .. }) = best else { return Ok(()) };
         let cap = self.redundant(x, target, &first.encoded)?.len();
@@ -875,16 +953,18 @@ impl<'a> Explainer<'a> {
     /// The confirmed single move of `x` ([`Explainer::single_moves`]) that scores best by the
     /// ranking's objective below `to_beat` (ties to the first), if any: the candidates go to the
     /// model in one call, and the confirmed ones are judged among people in the order of their
-    /// move cost, which bounds their score from below.
+    /// move cost, which bounds their score from below. Once `stop` is set it gives up between
+    /// its steps (what it gives then is not to be used).
     fn best_single_move(
         &self,
         start: &Start<'_>,
         around: &Around<'_>,
         to_beat: f32,
+        stop: &AtomicBool,
     ) -> Result<Option<Single>, ModelError> {
         let Start { x, query, target, targets: target_classes, .. } = *start;
-        let batch = self.single_moves(x, query);
-        if batch.is_empty() {
+        let batch = self.single_moves(x, query, stop);
+        if batch.is_empty() || stop.load(Ordering::Relaxed) {
             return Ok(None);
         }
         let n = x.len();
@@ -905,7 +985,7 @@ impl<'a> Explainer<'a> {
         // (score, candidate, class, probability, agreement)
         let mut best: Option<(f32, usize, usize, f32, f32)> = None;
         for &(lower, i, c, pc) in &confirmed {
-            if best.is_some_and(|b| lower >= b.0) {
+            if best.is_some_and(|b| lower >= b.0) || stop.load(Ordering::Relaxed) {
                 break;
             }
             let cand = &batch[i * n..(i + 1) * n];
@@ -924,8 +1004,8 @@ impl<'a> Explainer<'a> {
     }
 
     /// The single moves of `x` the query allows ([`Explainer::weigh_single_moves`]), row after
-    /// row, formatted, each once.
-    fn single_moves(&self, x: &[f32], query: &Query) -> Vec<f32> {
+    /// row, formatted, each once; those of the features before `stop` was set.
+    fn single_moves(&self, x: &[f32], query: &Query, stop: &AtomicBool) -> Vec<f32> {
         let features = self.schema.features();
         let n = x.len();
         let fixed: Vec<bool> = query.mutability.iter().map(|&m| m == Mutability::Immutable).collect();
@@ -944,6 +1024,9 @@ impl<'a> Explainer<'a> {
             }
         };
         for (j, f) in features.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             if fixed.get(j).is_none_or(|&f| f) {
                 continue;
             }
@@ -1032,7 +1115,14 @@ impl<'a> Explainer<'a> {
             let Some((row, class, p)) = self.confirm(x, query, target, row)? else { continue };
             tried += 1;
             let ask = Ask { x, query, target, targets: target_classes, around };
-            let (row, class, p) = self.refine(&ask, row, class, p)?;
+            let (row, class, p) = match needless {
+                // Told to stop, the helper's people are not used.
+                Needless::Count(stop) => match self.refine_unless(&ask, row, class, p, stop)? {
+                    _ if stop.load(Ordering::Relaxed) => break,
+                    point => point,
+                },
+                Needless::Ignore | Needless::AtMost(_) => self.refine(&ask, row, class, p)?,
+            };
             let needless = match needless {
                 Needless::Ignore => 0,
                 Needless::AtMost(most) => match self.redundant(x, target, &row)?.len() {
@@ -1132,9 +1222,32 @@ impl<'a> Explainer<'a> {
     /// ([`Explainer::sparsify`]), carried further ([`Explainer::deepen`]) and balanced
     /// ([`Explainer::balance`]), each step keeping the point confirmed.
     fn refine(&self, ask: &Ask<'_>, row: Vec<f32>, class: usize, p: f32) -> Result<Point, ModelError> {
-        let (row, class, p) = self.prune(ask, row, class, p)?;
-        let (row, class, p) = self.sparsify(ask, row, class, p)?;
+        self.refine_unless(ask, row, class, p, &AtomicBool::new(false))
+    }
+
+    /// [`Explainer::refine`], stopped between its steps once `stop` is set: the point it gives
+    /// then is confirmed but not refined, for a caller that no longer needs it.
+    fn refine_unless(
+        &self,
+        ask: &Ask<'_>,
+        row: Vec<f32>,
+        class: usize,
+        p: f32,
+        stop: &AtomicBool,
+    ) -> Result<Point, ModelError> {
+        let stopped = || stop.load(Ordering::Relaxed);
+        let point = self.prune(ask, row, class, p)?;
+        if stopped() {
+            return Ok(point);
+        }
+        let (row, class, p) = self.sparsify(ask, point.0, point.1, point.2)?;
+        if stopped() {
+            return Ok((row, class, p));
+        }
         let (row, class, p) = self.deepen(ask, row, class, p)?;
+        if stopped() {
+            return Ok((row, class, p));
+        }
         self.balance(ask, row, class, p)
     }
 
@@ -1492,7 +1605,8 @@ impl<'a> Explainer<'a> {
     }
 
     /// One attempt of [`Explainer::explain`], on the surrogate `fit` of one neighbourhood
-    /// ([`Explainer::fit_surrogate`]).
+    /// ([`Explainer::fit_surrogate`]). The explanation's `fidelity` is left NaN: it is measured
+    /// for the attempt that gives the answer ([`Explainer::search`]).
     #[allow(clippy::too_many_arguments)] // The query's resolved setting, passed once per attempt.
     fn explain_with(
         &self,
@@ -1502,17 +1616,17 @@ impl<'a> Explainer<'a> {
         desired: Option<usize>,
         target: Target,
         target_classes: &[usize],
-        fit: Result<Fit, ExplainError>,
+        fit: &Fit,
         around: Option<&Around<'_>>,
     ) -> Result<Explanation, ExplainError> {
-        let (surrogate, fidelity, neighbours, fitted) = fit?;
+        let Fit { surrogate, neighbours, fitted, .. } = fit;
         let tree = surrogate.tree();
         let mut out = Explanation {
             fact,
             desired: desired.map(|d| self.class_name(d)),
             counterfactuals: Vec::new(),
-            fidelity,
-            neighbours,
+            fidelity: f64::NAN,
+            neighbours: *neighbours,
             tree_nodes: tree.len(),
             examined: 0,
             built: 0,
@@ -1520,9 +1634,9 @@ impl<'a> Explainer<'a> {
         };
         // Scratch sized to the tree: a small tree does not pay for the host's largest graph.
         let candidates = if tree.len() <= SMALL_TREE {
-            self.candidates::<SMALL_TREE>(&tree, x, query, target, &fitted, &mut out)?
+            self.candidates::<SMALL_TREE>(&tree, x, query, target, fitted, &mut out)?
         } else {
-            self.candidates::<{ crate::profile::NODES }>(&tree, x, query, target, &fitted, &mut out)?
+            self.candidates::<{ crate::profile::NODES }>(&tree, x, query, target, fitted, &mut out)?
         };
         self.verify(&tree, x, query, target, target_classes, candidates, &mut out, around)?;
         if out.counterfactuals.is_empty() {
@@ -1551,8 +1665,8 @@ impl<'a> Explainer<'a> {
         self.encoding.classes().get(c).cloned().unwrap_or_else(|| format!("class {c}"))
     }
 
-    /// Gathers `k/2` neighbours per side, fits the surrogate on the mutable columns, measures
-    /// its fidelity on the held-out share.
+    /// Gathers `k/2` neighbours per side and fits the surrogate on the mutable columns, a share
+    /// of them held out ([`Explainer::fidelity`]).
     fn fit_surrogate(
         &self,
         x: &[f32],
@@ -1585,11 +1699,35 @@ impl<'a> Explainer<'a> {
         let (held_out, fitted) = order.split_at(held);
         let pick = |positions: &[usize]| positions.iter().map(|&i| ids[i]).collect::<Vec<u32>>();
         let (train, train_y) = self.projected(x, query, &pick(fitted))?;
-        let (test, test_y) = self.projected(x, query, &pick(held_out))?;
         let allowed = self.mutable_columns(query);
-        let g = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
-        let fidelity = if test_y.is_empty() { g.fidelity(&train, &train_y) } else { g.fidelity(&test, &test_y) };
-        Ok((g, fidelity, ids.len(), Fitted { rows: train, labels: train_y }))
+        let surrogate = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
+        Ok(Fit {
+            surrogate,
+            held_out: pick(held_out),
+            neighbours: ids.len(),
+            fitted: Fitted { rows: train, labels: train_y },
+        })
+    }
+
+    /// How often `fit`'s surrogate agrees with the model on the neighbours held out, projected
+    /// as those it was fitted on; on those it was fitted on when none are held out.
+    fn fidelity(&self, x: &[f32], query: &Query, fit: &Fit) -> Result<f64, ModelError> {
+        if fit.held_out.is_empty() {
+            return Ok(fit.surrogate.fidelity(&fit.fitted.rows, &fit.fitted.labels));
+        }
+        self.held_out_fidelity(x, query, &fit.surrogate, &fit.held_out)
+    }
+
+    /// [`Explainer::fidelity`] on the neighbours `held_out` (not empty).
+    fn held_out_fidelity(
+        &self,
+        x: &[f32],
+        query: &Query,
+        surrogate: &Surrogate,
+        held_out: &[u32],
+    ) -> Result<f64, ModelError> {
+        let (rows, labels) = self.projected(x, query, held_out)?;
+        Ok(surrogate.fidelity(&rows, &labels))
     }
 
     /// The neighbours `ids` projected onto what the query can reach, and their labels by the
@@ -2412,7 +2550,7 @@ categories = ["u", "v"]
             assert_eq!((a, b), (1, 2));
             assert_eq!(ran.load(Ordering::SeqCst), usize::from(later), "`later` says whether `then` ran");
         }
-        // `later(false)` tells `then` to stop and gives nothing.
+        // `later(false)` tells `then` to stop, and gives what it returns then.
         let (ran, seen) = (AtomicBool::new(false), AtomicBool::new(false));
         let given = two_threads(
             || (),
@@ -2429,7 +2567,7 @@ categories = ["u", "v"]
             || (),
             |_, _, later| later(false),
         );
-        assert_eq!(given, None, "a result not wanted is not given");
+        assert_eq!(given, ran.load(Ordering::SeqCst).then_some(7), "what `then` returned once told to stop");
         assert_eq!(seen.load(Ordering::SeqCst), ran.load(Ordering::SeqCst), "`then` is told to stop");
         // A panic on the helper, in `a` or in `then`, reaches this thread.
         let started = AtomicBool::new(false);
@@ -2458,19 +2596,24 @@ categories = ["u", "v"]
     #[test]
     fn test_explanations_are_the_same_on_one_thread_or_two() {
         let t = toy();
-        let two = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
-        let one =
-            Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config { parallel: false, ..Config::default() })
-                .unwrap();
-        let query = two.schema().default_query();
-        let mut found = 0;
-        for i in 0..121 {
-            let x = [(i / 11) as f32 / 10.0, (i % 11) as f32 / 10.0, (i % 2) as f32, ((i + 1) % 2) as f32];
-            let (a, b) = (two.explain(&x, &query, None), one.explain(&x, &query, None));
-            found += usize::from(a.as_ref().is_ok_and(|e| e.counterfactuals.len() >= 2));
-            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{x:?}");
+        // Few neighbours too: answers of wider neighbourhoods and of the last resort.
+        let (mut found, mut regionless) = (0, 0);
+        for k in [4, 1000] {
+            let config = Config { k, ..Config::default() };
+            let two = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, config).unwrap();
+            let one =
+                Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config { parallel: false, ..config }).unwrap();
+            let query = two.schema().default_query();
+            for i in 0..121 {
+                let x = [(i / 11) as f32 / 10.0, (i % 11) as f32 / 10.0, (i % 2) as f32, ((i + 1) % 2) as f32];
+                let (a, b) = (two.explain(&x, &query, None), one.explain(&x, &query, None));
+                found += usize::from(a.as_ref().is_ok_and(|e| e.counterfactuals.len() >= 2));
+                regionless += usize::from(a.as_ref().is_ok_and(|e| e.neighbours == 0));
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "k {k}: {x:?}");
+            }
         }
-        assert!(found >= 60, "the comparison covers several answers a query, not only errors ({found} of 121)");
+        assert!(found >= 60, "the comparison covers several answers a query, not only errors ({found})");
+        assert!(regionless >= 10, "and answers of the last resort ({regionless})");
     }
 
     /// Each point of the toy grid (`c` = "u") as a query for anything but its class, with
@@ -2494,20 +2637,71 @@ categories = ["u", "v"]
     #[test]
     fn test_people_and_single_moves_judged_ahead_give_the_same_answers() {
         let t = toy();
-        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
-        let mut used = 0;
-        each_toy_query(&explainer, |start, around| {
-            let fit = || explainer.fit_surrogate(start.x, start.query, start.fact, start.targets, explainer.config.k);
-            let later = explainer.search(start, Some(around), fit(), &mut |_| Ahead::default());
-            let helper = around.share();
-            let mut ahead = |wanted: bool| {
-                used += usize::from(wanted);
-                explainer.ahead(start, &helper, &AtomicBool::new(false))
-            };
-            let judged = explainer.search(start, Some(&around.share()), fit(), &mut ahead);
-            assert_eq!(format!("{judged:?}"), format!("{later:?}"), "{:?}", start.x);
-        });
+        // With few neighbours, many queries come to the last resort, whose first look is the
+        // people judged ahead.
+        let (mut used, mut last_resort) = (0, 0);
+        for k in [4, 1000] {
+            let config = Config { k, ..Config::default() };
+            let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, config).unwrap();
+            each_toy_query(&explainer, |start, around| {
+                let fit = || explainer.fit_surrogate(start.x, start.query, start.fact, start.targets, k);
+                let later = explainer.search(start, Some(around), fit(), &mut |_| Ahead::default());
+                let helper = around.share();
+                let mut ahead = |wanted: bool| {
+                    used += usize::from(wanted);
+                    let never = AtomicBool::new(false);
+                    let people = explainer.people_ahead(start, &helper, &never);
+                    Ahead { people, single: explainer.single_ahead(start, &helper, &never), fidelity: None }
+                };
+                let judged = explainer.search(start, Some(&around.share()), fit(), &mut ahead);
+                assert_eq!(format!("{judged:?}"), format!("{later:?}"), "k {k}: {:?}", start.x);
+                last_resort += usize::from(judged.is_ok_and(|e| e.neighbours == 0));
+            });
+        }
         assert!(used >= 5, "the comparison covers first answers that people and single moves compete with ({used})");
+        assert!(last_resort >= 10, "and answers of the last resort ({last_resort})");
+    }
+
+    #[test]
+    fn test_a_fidelity_measured_ahead_is_the_first_surrogates_only() {
+        let t = toy();
+        // Answers of the first surrogate, of a wider one and of the last resort: few neighbours,
+        // so that some queries need a wider neighbourhood or the last resort.
+        let mut seen = [0usize; 3];
+        for k in [4, 8, 1000] {
+            let config = Config { k, ..Config::default() };
+            let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, config).unwrap();
+            each_toy_query(&explainer, |start, around| {
+                let fit = || explainer.fit_surrogate(start.x, start.query, start.fact, start.targets, k);
+                let plain = explainer.search(start, Some(around), fit(), &mut |_| Ahead::default());
+                // A value no surrogate measures, standing for the helper's measure.
+                let marked = Ahead { fidelity: Some(-1.0), ..Ahead::default() };
+                let mut once = Some(marked);
+                let ahead = explainer.search(start, Some(around), fit(), &mut |_| once.take().unwrap_or_default());
+                let (Ok(plain), Ok(ahead)) = (plain, ahead) else { return };
+                let first = fit().map(|f| f.neighbours).ok();
+                if plain.neighbours == 0 {
+                    // The last resort has no surrogate.
+                    seen[2] += 1;
+                    assert!(plain.fidelity.is_nan() && ahead.fidelity.is_nan(), "{:?}", start.x);
+                } else if Some(plain.neighbours) == first {
+                    seen[0] += 1;
+                    assert_eq!(ahead.fidelity, -1.0, "the first surrogate's, measured ahead: {:?}", start.x);
+                    let measured = explainer.fidelity(start.x, start.query, &fit().unwrap()).unwrap();
+                    assert_eq!(plain.fidelity, measured, "{:?}", start.x);
+                } else {
+                    seen[1] += 1;
+                    assert_eq!(ahead.fidelity, plain.fidelity, "a wider surrogate's is its own: {:?}", start.x);
+                }
+                assert_eq!(
+                    format!("{:?}", Explanation { fidelity: 0.0, ..ahead }),
+                    format!("{:?}", Explanation { fidelity: 0.0, ..plain }),
+                    "{:?}",
+                    start.x
+                );
+            });
+        }
+        assert!(seen.iter().all(|&n| n >= 10), "every kind of answer is covered: {seen:?}");
     }
 
     #[test]
@@ -2518,11 +2712,12 @@ categories = ["u", "v"]
         each_toy_query(&explainer, |start, around| {
             let Start { x, query, target, targets, .. } = *start;
             // The best single move below a score to beat is the best of all, when below it.
-            let all = explainer.best_single_move(start, around, f32::INFINITY).unwrap();
+            let never = AtomicBool::new(false);
+            let all = explainer.best_single_move(start, around, f32::INFINITY, &never).unwrap();
             let best = all.as_ref().map_or(1.0, |b| b.score);
             singles += usize::from(all.is_some());
             for to_beat in [0.05, 0.2, 0.5, 1.0, 3.0, best, best + 1e-3, f32::INFINITY] {
-                let below = explainer.best_single_move(start, around, to_beat).unwrap();
+                let below = explainer.best_single_move(start, around, to_beat, &never).unwrap();
                 let filtered = all.as_ref().filter(|b| b.score < to_beat);
                 assert_eq!(format!("{below:?}"), format!("{filtered:?}"), "{x:?}, below {to_beat}");
             }
