@@ -2705,6 +2705,34 @@ categories = ["u", "v"]
     }
 
     #[test]
+    fn test_a_refinement_told_to_stop_stops_after_pruning_and_otherwise_is_whole() {
+        let t = toy();
+        let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
+        let (never, now) = (AtomicBool::new(false), AtomicBool::new(true));
+        let mut differ = 0;
+        each_toy_query(&explainer, |start, around| {
+            let Start { x, query, target, targets, .. } = *start;
+            let ask = Ask { x, query, target, targets, around: Some(around) };
+            // Confirmed points: the people of the target class, as the last resort takes them.
+            for &id in explainer.people_ids(x, targets).iter().take(3) {
+                let row = explainer.formatted(x, explainer.pool_row(id));
+                let Some((row, class, p)) = explainer.confirm(x, query, target, row).unwrap() else { continue };
+                let whole = explainer.refine(&ask, row.clone(), class, p).unwrap();
+                let unstopped = explainer.refine_unless(&ask, row.clone(), class, p, &never).unwrap();
+                assert_eq!(format!("{unstopped:?}"), format!("{whole:?}"), "{x:?}");
+                let stopped = explainer.refine_unless(&ask, row.clone(), class, p, &now).unwrap();
+                let pruned = explainer.prune(&ask, row, class, p).unwrap();
+                assert_eq!(format!("{stopped:?}"), format!("{pruned:?}"), "{x:?}");
+                differ += usize::from(pruned != whole);
+            }
+            // Told to stop before they begin, the people and the single moves give nothing.
+            assert!(explainer.people_ahead(start, around, &now).is_none());
+            assert!(matches!(explainer.single_ahead(start, around, &now), Some(None)));
+        });
+        assert!(differ >= 5, "refining goes past pruning on some points ({differ})");
+    }
+
+    #[test]
     fn test_judged_without_the_first_answer_then_compared_is_judged_with_it() {
         let t = toy();
         let explainer = Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config::default()).unwrap();
