@@ -71,7 +71,8 @@ pub struct Config {
     /// cores: inside a rayon pool (as `cent batch` runs queries) by `rayon::join`, which
     /// costs nothing when every thread is busy; elsewhere on a helper thread, which then goes
     /// on to judge the nearest people and the single moves that may compete with the first
-    /// answer, while the calling thread finds it. The model may be called on either thread.
+    /// answer, and to measure the first surrogate's fidelity, while the calling thread finds
+    /// the answer. The model may be called on either thread.
     /// The answers are the same either way; only the latency of one query changes (measured
     /// on Adult, 2 cores: 15–19 % less on a quiet machine; 6 % to twice as much when both
     /// cores are already busy, where a caller that keeps every core busy should turn it off).
