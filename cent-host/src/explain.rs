@@ -517,8 +517,8 @@ struct Single {
 }
 
 /// What a query's helper thread judged before the first answer was known
-/// ([`Explainer::ahead`]), and the first surrogate's fidelity it measured once this thread had
-/// fitted it; `None` where it did not.
+/// ([`Explainer::people_ahead`], [`Explainer::single_ahead`]), and the first surrogate's
+/// fidelity it measured once this thread had fitted it; `None` where it did not.
 #[derive(Debug, Default)]
 struct Ahead {
     people: Option<Vec<Person>>,
@@ -654,9 +654,10 @@ impl<'a> Explainer<'a> {
 
     /// [`Explainer::explain`] with a helper thread for the query: it computes the people around
     /// `x` ([`Around::new`]) while this thread fits the first surrogate, hands this thread a
-    /// handle on them, and goes on to judge people and single moves ([`Explainer::ahead`]),
-    /// which this thread needs, if at all, only once its first answer is known, and then to
-    /// measure the first surrogate's fidelity, which this thread sends it once fitted. This
+    /// handle on them, and goes on to judge people and single moves
+    /// ([`Explainer::people_ahead`], [`Explainer::single_ahead`]), which this thread needs, if
+    /// at all, only once its first answer is known, and to measure the first surrogate's
+    /// fidelity, which this thread sends it once fitted. This
     /// thread computes the people itself when the helper has not started by the time the
     /// surrogate is fitted (a busy machine) or none could be started, and the fidelity when
     /// the helper did not measure it; a panic on the helper is raised again here, as without
@@ -828,7 +829,7 @@ impl<'a> Explainer<'a> {
     /// ([`Explainer::score`]; the move cost without plausibility) is returned. `None` means no
     /// point of the pool can be reached.
     ///
-    /// `first_look` holds the people of the first look refined ahead ([`Explainer::ahead`],
+    /// `first_look` holds the people of the first look refined ahead ([`Explainer::people_ahead`],
     /// their needless changes counted and not used here), when they were.
     fn nearest_feasible(
         &self,
@@ -873,7 +874,7 @@ impl<'a> Explainer<'a> {
     /// pair (HELOC × MLP 0.73 → 0.796 on seed 2) at about 0.07 ms a query on Adult; with no
     /// redundancy guard, redundancy rose to 0.3–0.6 on Credit and HELOC.
     ///
-    /// `ahead` holds the people refined ahead ([`Explainer::ahead`]), when they were.
+    /// `ahead` holds the people refined ahead ([`Explainer::people_ahead`]), when they were.
     fn weigh_people(
         &self,
         start: &Start<'_>,
@@ -917,7 +918,7 @@ impl<'a> Explainer<'a> {
     /// when it scores better than the first answer and keeps no more changes the decision does
     /// not need ([`Explainer::redundant`]).
     ///
-    /// `ahead` holds the best single move judged ahead ([`Explainer::ahead`]), when it was.
+    /// `ahead` holds the best single move judged ahead ([`Explainer::single_ahead`]), when it was.
     fn weigh_single_moves(
         &self,
         start: &Start<'_>,
@@ -2272,7 +2273,7 @@ fn project(schema: &Schema, query: &Query, x: &[f32], row: &mut [f32]) {
     apply_projection(&projection(schema, query, x, row.len()), row);
 }
 
-/// One step of [`project`]: set a column to a value, raise or lower it to one, or put an
+/// One step of a query's projection ([`projection`]): set a column to a value, raise or lower it to one, or put an
 /// ordered group (first column, width) back on `x`'s category when it holds a lower (`up`) or
 /// higher one.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -2283,8 +2284,8 @@ enum Step {
     Rank { col: usize, width: usize, category: usize, up: bool },
 }
 
-/// The steps of [`project`] for a query, column by column (within `width` columns), with
-/// `x`'s values in them: per row, a few scalar writes.
+/// The steps that move a row onto what a query can reach ([`apply_projection`]), column by
+/// column (within `width` columns), with `x`'s values in them: per row, a few scalar writes.
 fn projection(schema: &Schema, query: &Query, x: &[f32], width: usize) -> Vec<Step> {
     let mut steps = Vec::new();
     for (j, f) in schema.features().iter().enumerate() {
