@@ -527,6 +527,17 @@ struct Ahead {
     fidelity: Option<f64>,
 }
 
+/// What [`Explainer::search`] needs of what was judged ahead ([`Ahead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Nothing: the first answer's nearest people all agree with it.
+    Nothing,
+    /// The people: the last resort's first look.
+    People,
+    /// The people and the single moves, to compete with the first answer.
+    Both,
+}
+
 /// Where a query's second thread comes from ([`Config::parallel`]).
 enum Helper {
     /// One thread: the setting, or a machine with one core.
@@ -701,15 +712,20 @@ impl<'a> Explainer<'a> {
             },
             |around, first, later| {
                 let never = AtomicBool::new(false);
-                self.search(start, Some(&around), first, &mut |wanted| {
+                self.search(start, Some(&around), first, &mut |need| {
                     // Judged here, while the helper finishes the people.
-                    let mine = (wanted && self.config.single_moves && take(single_taken))
+                    let mine = (need == Need::Both && self.config.single_moves && take(single_taken))
                         .then(|| self.single_ahead(start, &around, &never));
-                    match later(wanted) {
-                        Some(ahead) if wanted => Ahead { single: mine.unwrap_or(ahead.single), ..ahead },
+                    // For the people alone, the helper is kept from the single moves when it has
+                    // not begun them, and stopped in them when it has (its people are complete).
+                    let in_single_moves = need == Need::People && !take(single_taken);
+                    let wanted = need == Need::Both || (need == Need::People && !in_single_moves);
+                    match (later(wanted), need) {
+                        (Some(ahead), Need::Both) => Ahead { single: mine.unwrap_or(ahead.single), ..ahead },
+                        (Some(ahead), Need::People) => Ahead { single: None, ..ahead },
                         // Told to stop early, the helper's people and single moves may be partial.
-                        Some(ahead) => Ahead { fidelity: ahead.fidelity, ..Ahead::default() },
-                        None => Ahead { single: mine.flatten(), ..Ahead::default() },
+                        (Some(ahead), Need::Nothing) => Ahead { fidelity: ahead.fidelity, ..Ahead::default() },
+                        (None, _) => Ahead { single: mine.flatten(), ..Ahead::default() },
                     }
                 })
             },
@@ -718,15 +734,15 @@ impl<'a> Explainer<'a> {
 
     /// The rest of [`Explainer::explain`], from the first surrogate (`first`) and the people
     /// around `x`: the first neighbourhood, then wider ones while nothing is confirmed, then the
-    /// last resort. `ahead(true)` gives what another thread judged ahead, when the first
-    /// answer needs it ([`Explainer::weigh_people`]) or the last resort does; `ahead(false)`
-    /// says it does not. Either gives the first surrogate's fidelity when it was measured there.
+    /// last resort. `ahead(need)` gives what another thread judged ahead and is needed (the
+    /// people and single moves when they compete with the first answer, the people for the last
+    /// resort), and the first surrogate's fidelity when it was measured there.
     fn search(
         &self,
         start: &Start<'_>,
         around: Option<&Around<'_>>,
         first: Result<Fit, ExplainError>,
-        ahead: &mut dyn FnMut(bool) -> Ahead,
+        ahead: &mut dyn FnMut(Need) -> Ahead,
     ) -> Result<Explanation, ExplainError> {
         let Start { x, query, desired, target, targets: target_classes, fact, .. } = *start;
         let mut k = self.config.k;
@@ -755,7 +771,7 @@ impl<'a> Explainer<'a> {
                 Ok((mut found, fit)) => {
                     let needed = around.is_some()
                         && found.counterfactuals.first().and_then(|cf| cf.agreement).is_some_and(|g| g < 1.0);
-                    let Ahead { people, single, fidelity } = ahead(needed);
+                    let Ahead { people, single, fidelity } = ahead(if needed { Need::Both } else { Need::Nothing });
                     // What was measured ahead is the first surrogate's.
                     found.fidelity = match fidelity.filter(|_| widenings == 0) {
                         Some(fidelity) => fidelity,
@@ -769,7 +785,7 @@ impl<'a> Explainer<'a> {
             }
         }
         // The people judged ahead are the last resort's first look.
-        let Ahead { people, .. } = ahead(true);
+        let Ahead { people, .. } = ahead(Need::People);
         match self.nearest_feasible(x, query, target, target_classes, around, people)? {
             Some(cf) => Ok(Explanation {
                 fact: start.fact_out.clone(),
@@ -2649,8 +2665,8 @@ categories = ["u", "v"]
                 let fit = || explainer.fit_surrogate(start.x, start.query, start.fact, start.targets, k);
                 let later = explainer.search(start, Some(around), fit(), &mut |_| Ahead::default());
                 let helper = around.share();
-                let mut ahead = |wanted: bool| {
-                    used += usize::from(wanted);
+                let mut ahead = |need: Need| {
+                    used += usize::from(need == Need::Both);
                     let never = AtomicBool::new(false);
                     let people = explainer.people_ahead(start, &helper, &never);
                     Ahead { people, single: explainer.single_ahead(start, &helper, &never), fidelity: None }
