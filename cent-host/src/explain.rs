@@ -69,13 +69,15 @@ pub struct Config {
     /// Whether a query's two independent first steps, the people around it (for
     /// plausibility) and its first surrogate, run on two threads when the machine has two
     /// cores: inside a rayon pool (as `cent batch` runs queries) by `rayon::join`, which
-    /// costs nothing when every thread is busy; elsewhere on a helper thread, which then goes
-    /// on to judge the nearest people and the single moves that may compete with the first
+    /// costs nothing when every thread is busy; elsewhere on one of cent's helper threads (as
+    /// many as the cores less one, started with the first such query and kept, asleep between
+    /// queries), which then goes on to judge the nearest people and the single moves that may compete with the first
     /// answer, and to measure the first surrogate's fidelity, while the calling thread finds
     /// the answer. The model may be called on either thread.
     /// The answers are the same either way; only the latency of one query changes (measured
-    /// on Adult, 2 cores: 15–19 % less on a quiet machine; 6 % to twice as much when both
-    /// cores are already busy, where a caller that keeps every core busy should turn it off).
+    /// on Adult, 2 cores, each row in turn on one thread and on two: 26–27 % less on a quiet
+    /// machine; from about as much to several times as much when both cores are already busy,
+    /// where a caller that keeps every core busy should turn it off).
     pub parallel: bool,
 }
 
@@ -100,54 +102,98 @@ impl Default for Config {
     }
 }
 
-/// `rest(a(), b(), later)` with `a` on a helper thread while this thread runs `b`: the helper
-/// sends this thread a handle on its result (`share`) and goes on with `then` on its own,
-/// whose result `later` waits for (`None` when the helper did not run it). This thread runs
-/// `a` itself when no helper has started it by the time `b` is done (or none could be
-/// started). `later(false)` first tells `then`, through its flag, that it may stop early (as
+/// The threads that help queries explained outside a rayon pool ([`Helper::Pool`]): one fewer
+/// than the machine's cores (the calling thread is the other), started with the first such
+/// query and kept, asleep between queries, so that a query does not start a thread of its own
+/// (which cost it 5–6 %, measured in turn in one process). Their own pool, not rayon's global one, so that work a program
+/// queues there never delays a query. `None` when the threads could not be started, and in a
+/// process forked from the one that started them (a Python `multiprocessing` worker), which
+/// has none of their threads: its queries run on one thread.
+fn helpers() -> Option<&'static rayon::ThreadPool> {
+    static HELPERS: OnceLock<(u32, Option<rayon::ThreadPool>)> = OnceLock::new();
+    let (started_by, pool) = HELPERS.get_or_init(|| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(cores().saturating_sub(1).max(1))
+            .thread_name(|i| format!("cent-helper-{i}"))
+            .build()
+            .ok();
+        (std::process::id(), pool)
+    });
+    pool.as_ref().filter(|_| *started_by == std::process::id())
+}
+
+/// The machine's cores (1 when it cannot tell).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// What a helper thread's step gave: its value, or the payload of its panic.
+type Caught<V> = Result<V, Box<dyn std::any::Any + Send>>;
+
+/// `rest(a(), b(), later)` with `a` on a thread of `helpers` while this thread runs `b`: the
+/// helper sends this thread a handle on its result (`share`) and goes on with `then` on its
+/// own, whose result `later` waits for (`None` when the helper did not run it). This thread
+/// runs `a` itself when no helper has started it by the time `b` is done (all of them busy or
+/// asleep). `later(false)` first tells `then`, through its flag, that it may stop early (as
 /// `rest` returning does): what it returns then may be partial, which is for `rest` to set
 /// aside. A panic on the helper is raised again here, as without the thread.
 fn two_threads<A: Send, B, T: Send, R>(
+    helpers: &rayon::ThreadPool,
     a: impl FnOnce() -> A + Send,
     share: impl FnOnce(&A) -> A + Send,
     then: impl FnOnce(A, &AtomicBool) -> T + Send,
     b: impl FnOnce() -> B,
     rest: impl FnOnce(A, B, &mut dyn FnMut(bool) -> Option<T>) -> R,
 ) -> R {
+    use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
     // `a` and `share`, until the helper or this thread takes them.
     let open = std::sync::Mutex::new(Some((a, share)));
     let take = || open.lock().ok().and_then(|mut open| open.take());
     let done = AtomicBool::new(false);
-    let (send, receive) = std::sync::mpsc::sync_channel::<A>(1);
-    std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new().spawn_scoped(scope, || {
-            let (a, share) = take()?;
-            let mine = a();
-            send.send(share(&mine)).ok()?;
-            Some(then(mine, &done))
+    let (send_a, receive_a) = std::sync::mpsc::sync_channel::<Caught<A>>(1);
+    let (send_then, receive_then) = std::sync::mpsc::sync_channel::<Caught<T>>(1);
+    // The scope returns once the helper's job has run, whether or not it took `a`.
+    helpers.in_place_scope(|scope| {
+        let (take, done) = (&take, &done);
+        scope.spawn(move |_| {
+            let Some((a, share)) = take() else { return };
+            match catch_unwind(AssertUnwindSafe(|| {
+                let mine = a();
+                let shared = share(&mine);
+                (mine, shared)
+            })) {
+                Ok((mine, shared)) => {
+                    if send_a.send(Ok(shared)).is_ok() {
+                        let _ = send_then.send(catch_unwind(AssertUnwindSafe(|| then(mine, done))));
+                    }
+                }
+                Err(panic) => {
+                    let _ = send_a.send(Err(panic));
+                }
+            }
         });
         let out_b = b();
-        let (out_a, mut helper) = match take() {
-            Some((a, _)) => (a(), None),
-            None => match receive.recv() {
-                Ok(out_a) => (out_a, helper.ok()),
-                // The helper took `a` and sent nothing: it panicked.
-                Err(_) => match helper.map(|h| h.join()) {
-                    Ok(Err(panic)) => std::panic::resume_unwind(panic),
-                    _ => unreachable!("a helper that took `a` either sends its result or panics"),
-                },
+        let (out_a, mut waiting) = match take() {
+            Some((a, _)) => (a(), false),
+            None => match receive_a.recv() {
+                Ok(Ok(out_a)) => (out_a, true),
+                Ok(Err(panic)) => resume_unwind(panic),
+                Err(_) => unreachable!("a helper that took `a` sends its result or its panic"),
             },
-        };
-        let join = |helper: Option<std::thread::ScopedJoinHandle<'_, Option<T>>>| match helper.map(|h| h.join()) {
-            Some(Ok(then)) => then,
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            None => None,
         };
         let mut later = |wanted: bool| {
             if !wanted {
                 done.store(true, Ordering::Relaxed);
             }
-            join(helper.take())
+            if !std::mem::take(&mut waiting) {
+                return None;
+            }
+            match receive_then.recv() {
+                Ok(Ok(then)) => Some(then),
+                Ok(Err(panic)) => resume_unwind(panic),
+                Err(_) => unreachable!("a helper that sent `a` sends what `then` gave or its panic"),
+            }
         };
         let out = rest(out_a, out_b, &mut later);
         later(false);
@@ -545,18 +591,16 @@ enum Helper {
     /// A rayon worker (as `cent batch` runs queries): `rayon::join` offers the people around
     /// the query to the pool, which costs nothing when every worker is busy.
     Rayon,
-    /// A scoped thread for the query ([`Explainer::search_on_two_threads`]).
-    Thread,
+    /// A thread of the kept helpers ([`helpers`], [`Explainer::search_on_two_threads`]).
+    Pool(&'static rayon::ThreadPool),
 }
 
 impl Helper {
     fn for_query(parallel: bool) -> Self {
-        static CORES: OnceLock<usize> = OnceLock::new();
-        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
-        match (parallel && cores >= 2, rayon::current_thread_index()) {
+        match (parallel && cores() >= 2, rayon::current_thread_index()) {
             (false, _) => Helper::None,
             (true, Some(_)) => Helper::Rayon,
-            (true, None) => Helper::Thread,
+            (true, None) => helpers().map_or(Helper::None, Helper::Pool),
         }
     }
 }
@@ -659,21 +703,25 @@ impl<'a> Explainer<'a> {
                 let (first, around) = rayon::join(first, around);
                 self.search(&start, Some(&around), first, &mut |_| Ahead::default())
             }
-            Helper::Thread => self.search_on_two_threads(&start),
+            Helper::Pool(helpers) => self.search_on_two_threads(helpers, &start),
         }
     }
 
-    /// [`Explainer::explain`] with a helper thread for the query: it computes the people around
+    /// [`Explainer::explain`] with a thread of the kept helpers ([`helpers`]): it computes the people around
     /// `x` ([`Around::new`]) while this thread fits the first surrogate, hands this thread a
     /// handle on them, and goes on to judge people and single moves
     /// ([`Explainer::people_ahead`], [`Explainer::single_ahead`]), which this thread needs, if
     /// at all, only once its first answer is known, and to measure the first surrogate's
     /// fidelity, which this thread sends it once fitted. This
-    /// thread computes the people itself when the helper has not started by the time the
-    /// surrogate is fitted (a busy machine) or none could be started, and the fidelity when
+    /// thread computes the people itself when no helper has started by the time the
+    /// surrogate is fitted (a busy machine, or the helpers busy with other queries), and the fidelity when
     /// the helper did not measure it; a panic on the helper is raised again here, as without
     /// the thread.
-    fn search_on_two_threads(&self, start: &Start<'_>) -> Result<Explanation, ExplainError> {
+    fn search_on_two_threads(
+        &self,
+        helpers: &rayon::ThreadPool,
+        start: &Start<'_>,
+    ) -> Result<Explanation, ExplainError> {
         let Start { x, query, targets, fact, .. } = *start;
         // The first surrogate and its held-out neighbours, from this thread to the helper.
         let (send, receive) = std::sync::mpsc::sync_channel::<(Surrogate, Vec<u32>)>(1);
@@ -682,6 +730,7 @@ impl<'a> Explainer<'a> {
         let single_taken = &AtomicBool::new(false);
         let take = |taken: &AtomicBool| !taken.swap(true, Ordering::AcqRel);
         two_threads(
+            helpers,
             || Around::new(&self.nearby, x),
             Around::share,
             move |around, done| {
@@ -2521,6 +2570,8 @@ categories = ["u", "v"]
     #[test]
     fn test_two_threads_gives_each_step_its_result_and_runs_the_rest_on_the_helper() {
         use std::sync::atomic::AtomicBool;
+        let pool = helpers().expect("the helper threads start");
+        let helper_name = std::sync::Mutex::new(None);
         let here = std::thread::current().id();
         let id = || std::thread::current().id();
         // `b` waits (a while at most) for the helper to start `a`, so that this thread does not
@@ -2533,7 +2584,9 @@ categories = ["u", "v"]
             }
         };
         let (a, b, then) = two_threads(
+            pool,
             || {
+                *helper_name.lock().expect("not poisoned") = std::thread::current().name().map(str::to_owned);
                 started.store(true, Ordering::SeqCst);
                 (6 * 7, id())
             },
@@ -2552,10 +2605,16 @@ categories = ["u", "v"]
         assert_ne!(a_thread, here, "`a` runs on the helper");
         assert_eq!(then_thread, a_thread, "`then` runs on the helper after `a`");
         assert!(!done, "`then` ran before this thread was done");
+        let name = helper_name.lock().expect("not poisoned").take();
+        assert!(
+            name.is_some_and(|n| n.starts_with("cent-helper-")),
+            "`a` runs on a kept helper thread, not one started for the call"
+        );
         // Whoever runs `a`, the rest gets it; `then` is run at most once and waited for.
         for _ in 0..20 {
             let ran = std::sync::atomic::AtomicUsize::new(0);
             let (a, b, later) = two_threads(
+                pool,
                 || 1,
                 |&a| a,
                 |a, _: &AtomicBool| {
@@ -2571,6 +2630,7 @@ categories = ["u", "v"]
         // `later(false)` tells `then` to stop, and gives what it returns then.
         let (ran, seen) = (AtomicBool::new(false), AtomicBool::new(false));
         let given = two_threads(
+            pool,
             || (),
             |_| (),
             |_, done: &AtomicBool| {
@@ -2597,6 +2657,7 @@ categories = ["u", "v"]
         };
         let in_then = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             two_threads(
+                pool,
                 || started.store(true, Ordering::SeqCst),
                 |_| (),
                 |_, _: &AtomicBool| -> u8 { panic!("the helper's step failed") },
@@ -2605,9 +2666,16 @@ categories = ["u", "v"]
             )
         }));
         assert!(in_then.is_err(), "a panic in `then` reaches the caller");
-        let in_a = std::panic::catch_unwind(|| {
-            two_threads(|| -> u8 { panic!("the helper's first step failed") }, |&a| a, |a, _| a, || 1, |a, b, _| a + b)
-        });
+        let in_a = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            two_threads(
+                pool,
+                || -> u8 { panic!("the helper's first step failed") },
+                |&a| a,
+                |a, _| a,
+                || 1,
+                |a, b, _| a + b,
+            )
+        }));
         assert!(in_a.is_err(), "a panic in `a` reaches the caller, whichever thread runs it");
     }
 

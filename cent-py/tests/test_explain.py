@@ -1,5 +1,10 @@
 """Built-in model: answers on Adult rows, their checks, and the results API."""
 
+import json
+import os
+import select
+import signal
+
 import pytest
 
 import cent
@@ -71,3 +76,32 @@ def test_single_moves_can_be_left_out_and_survive_pickling(cache, refused):
         assert [r.values for r in again.explain(person, n=3)] == [r.values for r in results]
     with pytest.raises(TypeError):
         cent.Explainer("adult", model="mlp", seed=1, cache=cache, single_move=False)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_process_explains_as_its_parent(adult, refused):
+    """A process forked after queries (a `multiprocessing` worker) has none of the parent's
+    helper threads; its queries still end, with the parent's answers."""
+    person = refused[0]
+    expected = json.loads(json.dumps([r.values for r in adult.explain(person, n=3)]))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.write(write, json.dumps([r.values for r in adult.explain(person, n=3)]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 120)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked process's query did not end within 120 s")
+    data = b""
+    while chunk := os.read(read, 1 << 16):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert data, "the forked process gave no answer"
+    assert json.loads(data) == expected
