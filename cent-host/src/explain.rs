@@ -106,7 +106,9 @@ impl Default for Config {
 /// than the machine's cores (the calling thread is the other), started with the first such
 /// query and kept, asleep between queries, so that a query does not start a thread of its own
 /// (which cost it 5–6 %, measured in turn in one process). Their own pool, not rayon's global one, so that work a program
-/// queues there never delays a query. `None` when the threads could not be started, and in a
+/// queues there never delays a query. Queries from more threads at once than there are
+/// helpers share them: a query whose step no helper has begun runs it itself and, at its end,
+/// waits until a helper has taken the step off the queue (and found it done). `None` when the threads could not be started, and in a
 /// process forked from the one that started them (a Python `multiprocessing` worker), which
 /// has none of their threads: its queries run on one thread.
 fn helpers() -> Option<&'static rayon::ThreadPool> {
