@@ -435,16 +435,21 @@ fn test_direction_on_unordered_categorical_in_schema_names_file_and_fix() {
 }
 
 /// `--min-probability` and `--plausibility` take a number in 0..=1 (anything else is a usage
-/// error naming it); every answer reports its probability (at least the minimum) and how it
+/// error naming it, a negative number too: the range is what is wrong, not the option); every answer reports its probability (at least the minimum) and how it
 /// was made.
 #[test]
 fn test_confidence_and_plausibility_options() {
     let toy = toy();
-    for (flag, value) in [("--min-probability", "1.5"), ("--plausibility", "1.1"), ("--plausibility", "lots")] {
+    for (flag, value) in [
+        ("--min-probability", "1.5"),
+        ("--plausibility", "1.1"),
+        ("--plausibility", "lots"),
+        ("--plausibility", "-0.2"),
+    ] {
         let o = toy.run("explain", &["--row", "0", flag, value]);
         assert_no_panic(&o);
         assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
-        assert!(stderr(&o).contains(value), "{flag} {value}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("invalid value '{value}' for '{flag}")), "{flag} {value}: {}", stderr(&o));
     }
     // Row 0 is `good` (favourable): ask for the other class.
     let o = toy.run("explain", &["--row", "0", "--desired", "bad", "--min-probability", "0.7", "--format", "json"]);

