@@ -124,6 +124,8 @@ struct Cli {
     command: Command,
 }
 
+// Every subcommand takes `allow_negative_numbers`: `--plausibility -0.2` is then that option's
+// value, rejected by its own range check with the value named, not an unknown flag `-0.2`.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Train the black box and the VAE of a dataset, or load them from the cache
