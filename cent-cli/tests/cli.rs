@@ -435,8 +435,8 @@ fn test_direction_on_unordered_categorical_in_schema_names_file_and_fix() {
 }
 
 /// `--min-probability` and `--plausibility` take a number in 0..=1 (anything else is a usage
-/// error naming it, a negative number too: the range is what is wrong, not the option); every answer reports its probability (at least the minimum) and how it
-/// was made.
+/// error naming it, a negative number too: the range is what is wrong, not the option); every
+/// answer reports its probability (at least the minimum) and how it was made.
 #[test]
 fn test_confidence_and_plausibility_options() {
     let toy = toy();
