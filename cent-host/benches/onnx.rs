@@ -11,11 +11,14 @@
 //! columns, e.g. the 100-tree LightGBM of `scripts/make_onnx.py --adult-lightgbm` (README,
 //! "Bring your own model"); with `CENT_BENCH_TRACT=1` each of them also run by tract, which
 //! for that LightGBM takes seconds a query (labelling the pool alone takes minutes).
+//! A model that `cent --onnx` asks once for each distinct row of a batch (`distinct::pays`:
+//! that LightGBM, for one) runs a second time that way, as `distinct-<name>`.
 //!
 //! Run with the dev profile: `cargo bench -p cent-host --profile dev --bench onnx`
 
 use cent_host::artifacts::{Setup, Source};
 use cent_host::blackbox::{BlackBox, Model, ModelKind};
+use cent_host::distinct::{self, Distinct};
 use cent_host::explain::{Config, Explainer};
 use cent_host::onnx::{OnnxModel, Runtime};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -66,6 +69,11 @@ fn bench(c: &mut Criterion) {
             let diff = max_difference(&model, &by_tract, queries);
             assert!(diff <= 1e-4, "{name}: {} and tract differ by {diff}", model.runtime());
             models.push((format!("tract-{name}"), Box::new(by_tract)));
+        }
+        if distinct::pays(model.runtime(), n_cols) {
+            // As `cent --onnx` runs it: asked once for each distinct row of a batch.
+            let wrapped = Distinct::new(OnnxModel::load(path, n_cols, classes).expect("loads again"));
+            models.push((format!("distinct-{name}"), Box::new(wrapped)));
         }
         models.push((format!("onnx-{name}"), Box::new(model)));
     }

@@ -189,7 +189,8 @@ impl std::fmt::Display for Origin {
 
 impl Artifacts {
     /// The black box to explain: the ONNX model at `onnx` when given (checked against this
-    /// dataset's encoded width and class count), else the built-in model.
+    /// dataset's encoded width and class count, and asked once for each distinct row of a batch
+    /// where that [pays](crate::distinct::pays)), else the built-in model.
     ///
     /// # Errors
     /// [`ArtifactError::Onnx`] when the ONNX model cannot be loaded or does not fit the data.
@@ -197,7 +198,14 @@ impl Artifacts {
     pub fn black_box(&self, onnx: Option<&Path>) -> Result<Box<dyn BlackBox>, ArtifactError> {
         let enc = &self.prepared.encoding;
         Ok(match onnx {
-            Some(path) => Box::new(crate::onnx::OnnxModel::load(path, enc.n_cols(), enc.classes().len())?),
+            Some(path) => {
+                let model = crate::onnx::OnnxModel::load(path, enc.n_cols(), enc.classes().len())?;
+                if crate::distinct::pays(model.runtime(), enc.n_cols()) {
+                    Box::new(crate::distinct::Distinct::new(model))
+                } else {
+                    Box::new(model)
+                }
+            }
             None => Box::new(self.model()?.clone()),
         })
     }

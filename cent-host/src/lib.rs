@@ -13,6 +13,7 @@ pub mod batch;
 pub mod blackbox;
 pub mod constraints;
 pub mod data;
+pub mod distinct;
 pub mod encoded;
 pub mod explain;
 pub mod export;

@@ -9,6 +9,7 @@ use cent_host::explain::{Config, ExplainError, Explainer};
 use cent_nostd::counterfactual;
 use cent_nostd::schema::Mutability;
 use common::adult;
+use std::sync::atomic::Ordering::Relaxed;
 
 #[test]
 fn test_counterfactuals_flip_and_respect_constraints() {
@@ -309,4 +310,57 @@ fn test_answers_with_other_levers_come_before_repeats() {
         assert!(e.counterfactuals.iter().enumerate().all(|(k, cf)| cf.rank == k + 1), "row {row}: ranks in order");
     }
     assert!(pairs >= 20, "only {pairs} answer pairs: the rows should give several answers");
+}
+
+/// The built-in model, counting the rows it is asked for.
+struct Counted<'a> {
+    inner: &'a cent_host::blackbox::Model,
+    rows: std::sync::atomic::AtomicUsize,
+}
+
+impl BlackBox for Counted<'_> {
+    fn classes(&self) -> usize {
+        self.inner.classes()
+    }
+    fn inputs(&self) -> usize {
+        self.inner.inputs()
+    }
+    fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, cent_host::blackbox::ModelError> {
+        self.rows.fetch_add(rows.len() / self.inputs(), Relaxed);
+        self.inner.predict_proba(rows)
+    }
+}
+
+/// A model asked once for each distinct row of a batch gives the answers it gives asked for
+/// every row, bit for bit, while being asked for fewer rows: projected neighbours repeat.
+#[test]
+fn test_asking_each_distinct_row_once_keeps_every_answer() {
+    use cent_host::distinct::Distinct;
+    let a = adult();
+    let enc = &a.prepared.encoding;
+    let query = enc.to_core_schema().default_query();
+    let model = a.model().unwrap();
+    let (plain, once) =
+        (Counted { inner: model, rows: 0.into() }, Distinct::new(Counted { inner: model, rows: 0.into() }));
+    let config = Config { parallel: false, ..Config::default() };
+    let pool = &a.prepared.train.data;
+    let by_row = Explainer::new(enc, &plain, &a.vae.encoder, pool, config).expect("labels the pool");
+    let by_distinct = Explainer::new(enc, &once, &a.vae.encoder, pool, config).expect("labels the pool");
+    let (rows_before, distinct_before) = (plain.rows.load(Relaxed), once.get_ref().rows.load(Relaxed));
+    let mut answered = 0;
+    for row in 0..12 {
+        let x = a.prepared.test.row(row);
+        let (p, q) = (by_row.explain(x, &query, None), by_distinct.explain(x, &query, None));
+        // Compared as JSON: an answer of the last resort has a NaN fidelity.
+        let json = |r: &Result<cent_host::explain::Explanation, ExplainError>| match r {
+            Ok(e) => serde_json::to_string(e).unwrap(),
+            Err(e) => e.to_string(),
+        };
+        assert_eq!(json(&p), json(&q), "row {row}");
+        answered += usize::from(p.is_ok());
+    }
+    let asked = plain.rows.load(Relaxed) - rows_before;
+    let asked_once = once.get_ref().rows.load(Relaxed) - distinct_before;
+    assert!(answered >= 8, "{answered} of 12 rows answered");
+    assert!(asked_once * 10 < asked * 8, "{asked_once} distinct rows asked against {asked}");
 }

@@ -241,6 +241,11 @@ impl Forest {
         self.trees.len()
     }
 
+    /// Branch tests a row takes through all trees: the sum of their depths.
+    pub(super) fn steps(&self) -> usize {
+        self.trees.iter().map(|&(_, depth)| depth as usize).sum()
+    }
+
     /// Class probabilities of each row of `rows` (`width` columns each), row-major.
     pub(super) fn probabilities(&self, rows: &[f32], width: usize) -> Vec<f32> {
         let n = rows.len() / width.max(1);

@@ -72,8 +72,9 @@ pub enum Runtime {
     Tract,
     /// The graph is a stack of dense layers, run by cent's own [`Mlp`] (as the built-in MLP).
     Dense { layers: usize },
-    /// The graph is one `TreeEnsembleClassifier`, walked by cent's own forest evaluator.
-    Forest { trees: usize },
+    /// The graph is one `TreeEnsembleClassifier`, walked by cent's own forest evaluator;
+    /// `steps` branch tests a row (the sum of the trees' depths).
+    Forest { trees: usize, steps: usize },
 }
 
 impl std::fmt::Display for Runtime {
@@ -81,7 +82,7 @@ impl std::fmt::Display for Runtime {
         match self {
             Runtime::Tract => f.write_str("tract"),
             Runtime::Dense { layers } => write!(f, "dense layers ({layers})"),
-            Runtime::Forest { trees } => write!(f, "tree ensemble ({trees} trees)"),
+            Runtime::Forest { trees, .. } => write!(f, "tree ensemble ({trees} trees)"),
         }
     }
 }
@@ -220,7 +221,7 @@ impl OnnxModel {
         match &self.engine {
             Engine::Tract(_) => Runtime::Tract,
             Engine::Dense(mlp) => Runtime::Dense { layers: mlp.layers.len() },
-            Engine::Forest(forest) => Runtime::Forest { trees: forest.trees() },
+            Engine::Forest(forest) => Runtime::Forest { trees: forest.trees(), steps: forest.steps() },
         }
     }
 
@@ -505,7 +506,11 @@ mod tests {
         assert_eq!(rows.len(), 16 * 8);
         for name in TREE_MODELS {
             let model = OnnxModel::load(&fixture(&format!("{name}.onnx")), 8, 2).expect("tree ensemble loads");
-            assert!(matches!(model.runtime(), Runtime::Forest { trees: 1..=20 }), "{name}: {}", model.runtime());
+            let Runtime::Forest { trees: trees @ 1..=20, steps } = model.runtime() else {
+                panic!("{name}: {}", model.runtime())
+            };
+            // Each tree is at least a stump and at most 4 deep (`max_depth` in make_onnx.py).
+            assert!((trees..=4 * trees).contains(&steps), "{name}: {steps} steps for {trees} trees");
             let p = model.probabilities(&rows).expect("runs");
             assert!(close(&p, &flat(&expected[name]), 1e-5), "{name}: {p:?}");
         }
