@@ -7,6 +7,7 @@
 //! and so that the device can carry the (quantized) model itself.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use crate::progress::Progress;
 use burn::module::Module;
@@ -16,7 +17,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::layers::{Activation, Mlp};
+use crate::layers::{Activation, Batched, Mlp};
 use crate::train::{self, CacheKey, FileError, SeededRng};
 
 /// Any classifier that can be queried for class probabilities.
@@ -207,10 +208,22 @@ pub enum TrainError {
 }
 
 /// A built-in classifier: a trained network served by the plain [`Mlp`] (softmax output).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its weights are read-only once built ([`Model::mlp`]): the batch layout of them that every
+/// call reads is made on the first call and kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Model {
     pub kind: ModelKind,
-    pub mlp: Mlp,
+    mlp: Mlp,
+    #[serde(skip)]
+    batched: OnceLock<Batched>,
+}
+
+impl PartialEq for Model {
+    /// The same kind and the same weights (whether either has been asked yet does not count).
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.mlp == other.mlp
+    }
 }
 
 impl BlackBox for Model {
@@ -223,16 +236,30 @@ impl BlackBox for Model {
     }
 
     fn predict_proba(&self, rows: &[f32]) -> Result<Vec<f32>, ModelError> {
-        Ok(self.mlp.forward_batch(rows))
+        Ok(self.forward(rows))
     }
 }
 
 impl Model {
+    pub fn new(kind: ModelKind, mlp: Mlp) -> Self {
+        Model { kind, mlp, batched: OnceLock::new() }
+    }
+
+    /// The network's layers.
+    pub fn mlp(&self) -> &Mlp {
+        &self.mlp
+    }
+
+    /// The class probabilities of each row (row-major, as [`Mlp::forward_batch`] gives them).
+    pub fn forward(&self, rows: &[f32]) -> Vec<f32> {
+        self.batched.get_or_init(|| Batched::new(&self.mlp)).forward_batch(rows)
+    }
+
     /// The most probable class of each row (ties to the lowest index). A built-in model is
     /// plain arithmetic on validated layers and cannot fail, unlike [`BlackBox::predict`].
     pub fn classify(&self, rows: &[f32]) -> Vec<usize> {
         let classes = self.mlp.outputs().max(1);
-        self.mlp.forward_batch(rows).chunks_exact(classes).map(argmax).collect()
+        self.forward(rows).chunks_exact(classes).map(argmax).collect()
     }
 }
 
@@ -306,7 +333,7 @@ impl Model {
         if file.mlp.layers.last().map(|l| l.activation) != Some(Activation::Softmax) {
             return Err(corrupt("the output layer is not a softmax".into()));
         }
-        Ok((Self { kind: file.kind, mlp: file.mlp }, file.cache_key))
+        Ok((Self::new(file.kind, file.mlp), file.cache_key))
     }
 
     /// [`Model::load`], then checks the model against the data it will classify.
@@ -374,7 +401,7 @@ pub fn train_with_losses(
         losses.push(mean);
         train::progress_epoch(progress);
     }
-    Ok((Model { kind, mlp: net.export() }, losses))
+    Ok((Model::new(kind, net.export()), losses))
 }
 
 /// Fraction of rows of `x` that `model` assigns to their label in `y`.
@@ -580,7 +607,7 @@ mod tests {
     fn test_lr_learns_separable() {
         let (x, y) = separable();
         let model = train(ModelKind::Lr, &x, 2, &y, 2, &quick(10, 0.1), None).expect("trains");
-        assert_eq!(model.mlp.layers.len(), 1);
+        assert_eq!(model.mlp().layers.len(), 1);
         let acc = accuracy(&model, &x, &y).expect("same rows");
         assert!(acc > 0.95, "accuracy {acc}");
     }
@@ -594,6 +621,26 @@ mod tests {
         let acc_mlp = accuracy(&mlp, &x, &y).expect("same rows");
         assert!(acc_lr < 0.8, "a linear model should fail XOR, got {acc_lr}");
         assert!(acc_mlp > 0.95, "mlp accuracy {acc_mlp}");
+    }
+
+    #[test]
+    fn test_a_model_asked_gives_its_layers_bits_and_equals_one_not_asked() {
+        let (x, y) = xor();
+        let model = train(ModelKind::Mlp, &x, 2, &y, 2, &quick(5, 0.03), None).expect("trains");
+        let fresh = Model::new(model.kind, model.mlp().clone());
+        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<u32>>();
+        let plain = bits(model.mlp().forward_batch(&x));
+        // Asked twice (the layout made, then kept), and a row at a time.
+        assert_eq!(bits(model.forward(&x)), plain);
+        assert_eq!(bits(model.predict_proba(&x).expect("built-in")), plain);
+        for (r, row) in x.chunks_exact(2).enumerate() {
+            assert_eq!(bits(model.forward(row)), plain[r * 2..r * 2 + 2].to_vec());
+        }
+        // Its layout kept or not, a model equals one with the same weights, and a copy of
+        // it answers the same.
+        assert_eq!(model, fresh);
+        assert_eq!(bits(model.clone().forward(&x)), plain);
+        assert_eq!(bits(fresh.forward(&x)), plain);
     }
 
     #[test]

@@ -183,7 +183,7 @@ pub fn export(a: &Artifacts, params: AtlasParams, widths: Widths) -> Result<Expo
     let quantize =
         |what, mlp, width| quantize_mlp(mlp, rows, width).map_err(|error| ExportError::Quantize { what, error });
     let encoder = quantize("VAE encoder", &a.vae.encoder, widths.encoder)?;
-    let classifier = quantize("classifier", &model.mlp, widths.classifier)?;
+    let classifier = quantize("classifier", model.mlp(), widths.classifier)?;
     let name = bundle_name(&a.name, model.kind, params.seed);
     let support = Support::new(&a.prepared.encoding, rows).device();
     // The regions are judged with the bundle the device will run, then the bundle is written

@@ -1,7 +1,8 @@
 //! Plain f32 dense layers: the form in which trained weights leave burn.
 //!
 //! The host's full-precision inference (VAE encoder, built-in LR/MLP) runs on these, and the
-//! exporter quantizes exactly these weights for the device.
+//! exporter quantizes exactly these weights for the device. [`Batched`] is an [`Mlp`] laid out
+//! for batches once, for a model asked again and again.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,11 +45,15 @@ impl Dense {
     }
 
     fn activate(&self, out: &mut [f32]) {
-        match self.activation {
-            Activation::Relu => out.iter_mut().for_each(|v| *v = v.max(0.0)),
-            Activation::Identity => {}
-            Activation::Softmax => softmax_in_place(out),
-        }
+        activate(self.activation, out);
+    }
+}
+
+fn activate(activation: Activation, out: &mut [f32]) {
+    match activation {
+        Activation::Relu => out.iter_mut().for_each(|v| *v = v.max(0.0)),
+        Activation::Identity => {}
+        Activation::Softmax => softmax_in_place(out),
     }
 }
 
@@ -57,15 +62,18 @@ impl Dense {
 const LANES: usize = 8;
 
 /// A layer prepared for batches: the weights input-major and padded, `[inputs][blocks]`.
-struct Transposed<'a> {
-    layer: &'a Dense,
+#[derive(Debug, Clone)]
+struct Transposed {
+    inputs: usize,
+    outputs: usize,
+    activation: Activation,
     blocks: usize,
     weights: Vec<[f32; LANES]>,
     bias: Vec<[f32; LANES]>,
 }
 
-impl<'a> Transposed<'a> {
-    fn new(layer: &'a Dense) -> Self {
+impl Transposed {
+    fn new(layer: &Dense) -> Self {
         let blocks = layer.outputs.div_ceil(LANES);
         let mut weights = vec![[0.0; LANES]; layer.inputs * blocks];
         for (o, row) in layer.weights.chunks_exact(layer.inputs.max(1)).enumerate().take(layer.outputs) {
@@ -77,7 +85,7 @@ impl<'a> Transposed<'a> {
         for (o, &b) in layer.bias.iter().enumerate().take(layer.outputs) {
             bias[o / LANES][o % LANES] = b;
         }
-        Transposed { layer, blocks, weights, bias }
+        Transposed { inputs: layer.inputs, outputs: layer.outputs, activation: layer.activation, blocks, weights, bias }
     }
 
     /// Padded output width: `blocks * LANES`.
@@ -98,7 +106,7 @@ impl<'a> Transposed<'a> {
             4 => self.rows_into::<4>(input, nonzero, out),
             blocks => {
                 for r in 0..input.n {
-                    let x = input.row(r, self.layer.inputs);
+                    let x = input.row(r, self.inputs);
                     let count = nonzero_inputs(x, nonzero);
                     let start = out.len();
                     for (b, &bias) in self.bias.iter().enumerate() {
@@ -108,7 +116,7 @@ impl<'a> Transposed<'a> {
                         });
                         out.extend_from_slice(&a);
                     }
-                    self.layer.activate(&mut out[start..start + self.layer.outputs]);
+                    activate(self.activation, &mut out[start..start + self.outputs]);
                 }
             }
         }
@@ -117,21 +125,33 @@ impl<'a> Transposed<'a> {
     fn rows_into<const B: usize>(&self, input: &Batch<'_>, nonzero: &mut Vec<u32>, out: &mut Vec<f32>) {
         out.reserve(input.n * B * LANES);
         for r in 0..input.n {
-            let x = input.row(r, self.layer.inputs);
+            let x = input.row(r, self.inputs);
             let count = nonzero_inputs(x, nonzero);
-            let start = out.len();
-            out.extend_from_slice(self.accumulate::<B>(x, &nonzero[..count]).as_flattened());
-            self.layer.activate(&mut out[start..start + self.layer.outputs]);
+            let mut acc = self.accumulate::<B>(x, &nonzero[..count]);
+            if self.activation == Activation::Relu {
+                // On the accumulators, padding lanes too (they are junk either way).
+                for block in &mut acc {
+                    *block = block.map(|v| v.max(0.0));
+                }
+                out.extend_from_slice(acc.as_flattened());
+            } else {
+                let start = out.len();
+                out.extend_from_slice(acc.as_flattened());
+                activate(self.activation, &mut out[start..start + self.outputs]);
+            }
         }
     }
 
     fn accumulate<const B: usize>(&self, x: &[f32], nonzero: &[u32]) -> [[f32; LANES]; B] {
         // Built from the bias directly (a zeroed array first would cost a fill call per row).
         let mut acc: [[f32; LANES]; B] = std::array::from_fn(|b| self.bias[b]);
+        // The weights by input, `B` blocks each; `nonzero` indexes `x`, whose width is the
+        // layer's inputs (a missing input or weight row is skipped, which never happens, rather
+        // than a panic path that keeps the accumulators out of registers).
+        let (by_input, _) = self.weights.as_chunks::<B>();
         for &i in nonzero {
             let i = i as usize;
-            let v = x[i];
-            let w = &self.weights[i * B..(i + 1) * B];
+            let (Some(&v), Some(w)) = (x.get(i), by_input.get(i)) else { continue };
             for b in 0..B {
                 acc[b] = axpy(acc[b], &w[b], v);
             }
@@ -189,6 +209,7 @@ const SET_COUNTS: [u8; 256] = {
 /// many there are. Eight values at a time and without a data-dependent branch (which input of
 /// a one-hot group is set varies row to row and would defeat branch prediction): the values
 /// give an 8-bit mask, and a table lists the mask's set bits.
+#[inline]
 pub(crate) fn nonzero_inputs(x: &[f32], out: &mut Vec<u32>) -> usize {
     // Every chunk writes 8 slots, of which the next chunk overwrites the unused ones. (Grown,
     // never shrunk: one scratch serves rows of several widths without refilling.)
@@ -273,22 +294,52 @@ impl Mlp {
             }
             return cur;
         }
-        let layers: Vec<Transposed<'_>> = self.layers.iter().map(Transposed::new).collect();
+        Batched::new(self).forward_batch(rows)
+    }
+}
+
+/// An [`Mlp`] laid out for batches once ([`Batched::new`]), where [`Mlp::forward_batch`] lays it
+/// out on every call: for a model asked many times, each time about a few rows (the built-in
+/// classifiers, a dense ONNX export). The same bits as [`Mlp::forward_batch`] and
+/// [`Mlp::forward`], row by row.
+#[derive(Debug, Clone)]
+pub struct Batched {
+    inputs: usize,
+    layers: Vec<Transposed>,
+}
+
+impl Batched {
+    pub fn new(mlp: &Mlp) -> Self {
+        Batched { inputs: mlp.inputs(), layers: mlp.layers.iter().map(Transposed::new).collect() }
+    }
+
+    /// The number of layers.
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// [`Mlp::forward_batch`] on the layers as laid out.
+    pub fn forward_batch(&self, rows: &[f32]) -> Vec<f32> {
+        let width = self.inputs.max(1);
+        let n = rows.len() / width;
         let (mut cur, mut next, mut nonzero) = (Vec::new(), Vec::new(), Vec::new());
         // The first layer reads the rows in place; later ones the previous layer's outputs.
         let mut input = Batch { data: &rows[..n * width], stride: width, valid: width, n };
-        for layer in &layers {
+        for layer in &self.layers {
             next.clear();
             layer.forward_rows(&input, &mut nonzero, &mut next);
             std::mem::swap(&mut cur, &mut next);
-            input = Batch { data: &cur, stride: layer.width(), valid: layer.layer.outputs, n };
+            input = Batch { data: &cur, stride: layer.width(), valid: layer.outputs, n };
         }
         let mut out = Vec::with_capacity(n * input.valid);
         for r in 0..n {
-            // Value by value: a copy call per row would cost more than the few values it moves.
-            for &v in input.row(r, input.valid) {
-                out.push(v);
-            }
+            // Value by value (a copy call per row would cost more than the few values it
+            // moves), from an iterator of known length: no capacity check per value.
+            out.extend(input.row(r, input.valid).iter().copied());
         }
         out
     }
@@ -326,6 +377,13 @@ mod tests {
             // Every fifth value is zero (skipped by both paths).
             let rows: Vec<f32> = (0..19 * 37).map(|i| ((i * 5 % 11) as f32) / 11.0).collect();
             let batch = mlp.forward_batch(&rows);
+            // Laid out once and asked again, and asked a row at a time: the same bits.
+            let batched = Batched::new(&mlp);
+            assert_eq!(batched.forward_batch(&rows), batch, "width {width}");
+            assert_eq!(batched.forward_batch(&rows), batch, "width {width}, asked again");
+            for (r, row) in rows.chunks_exact(19).enumerate() {
+                assert_eq!(batched.forward_batch(row), batch[r * 2..r * 2 + 2].to_vec(), "width {width}");
+            }
             let (mut hidden, mut out) = (Vec::new(), Vec::new());
             for (r, row) in rows.chunks_exact(19).enumerate() {
                 assert_eq!(mlp.forward(row), batch[r * 2..r * 2 + 2].to_vec());
@@ -381,12 +439,13 @@ mod tests {
                 )
                 .collect();
             let batch = mlp.forward_batch(&rows);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+            assert_eq!(bits(&Batched::new(&mlp).forward_batch(&rows)), bits(&batch), "case {case}");
             let (mut a, mut b) = (Vec::new(), Vec::new());
             for (r, row) in rows.chunks_exact(19).enumerate() {
                 mlp.layers[0].forward_into(row, &mut a);
                 mlp.layers[1].forward_into(&a, &mut b);
                 mlp.layers[2].forward_into(&b, &mut a);
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
                 assert_eq!(bits(&a), bits(&batch[r * 3..r * 3 + 3]), "case {case}, row {r}");
             }
         }

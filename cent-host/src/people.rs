@@ -45,7 +45,7 @@ pub struct People {
 /// choose from.
 pub fn choose(pool: PoolData<'_>, atlas: &Atlas, schema: &Schema, model: &Model, per_anchor: usize) -> People {
     let columns = schema.columns();
-    let classes = model.mlp.outputs();
+    let classes = model.mlp().outputs();
     let row = |i: usize| &pool.rows[i * columns..(i + 1) * columns];
     let query = schema.default_query();
     let routed: Vec<usize> = pool.z.chunks_exact(pool.latent).map(|z| atlas.nearest(z)).collect();
@@ -95,7 +95,7 @@ pub fn choose(pool: PoolData<'_>, atlas: &Atlas, schema: &Schema, model: &Model,
                     cand.copy_from_slice(x);
                 }
             }
-            let proba = model.mlp.forward_batch(&moved);
+            let proba = model.forward(&moved);
             for (c, p) in proba.chunks_exact(classes).enumerate() {
                 answers[c][q] = moved[c * columns..(c + 1) * columns] != *x && leads(p, pool.labels[r]);
             }
@@ -156,7 +156,7 @@ mod tests {
             bias: vec![0.0, -5.0],
             activation: Activation::Softmax,
         };
-        (schema, Model { kind: ModelKind::Lr, mlp: Mlp { layers: vec![layer] } })
+        (schema, Model::new(ModelKind::Lr, Mlp { layers: vec![layer] }))
     }
 
     /// Anchors at `x0` = 0.2 (class 0) and 0.8 (class 1), rows being their own latent means.

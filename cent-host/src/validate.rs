@@ -322,7 +322,7 @@ pub fn validate(bundle: &[u8], origin: &str, a: &Artifacts, settings: Settings) 
     let mut acc = Accumulators::default();
     let mut device = Box::new(Explainer::<NODES>::new());
     let model = a.model()?;
-    let mut full = FullPrecision::new(&b, &a.vae.encoder, Some(&model.mlp));
+    let mut full = FullPrecision::new(&b, &a.vae.encoder, Some(model.mlp()));
     let config = Config { n: 1, seed: settings.seed, ..Config::default() };
     let cent = explain::Explainer::new(&a.prepared.encoding, model, &a.vae.encoder, &a.prepared.train.data, config)?;
     for &r in &rows {

@@ -1,8 +1,8 @@
 //! Bring-your-own model: an ONNX classifier behind [`BlackBox`] (design §7), loaded and
 //! checked by `tract` (pure Rust). Two kinds of graph run on cent's own code, at the speed of
-//! the built-in models: a stack of dense layers (`dense`, served by [`Mlp`]) and a single
-//! `TreeEnsembleClassifier` (`forest`), each checked against tract on probe rows when tract runs it;
-//! tract runs every other graph, on a thread of its own ([`Runtime`]).
+//! the built-in models: a stack of dense layers (`dense`, served by [`Batched`]) and a single
+//! `TreeEnsembleClassifier` (`forest`), each checked against tract on probe rows when tract runs
+//! it; tract runs every other graph, on a thread of its own ([`Runtime`]).
 //!
 //! The model takes one `float32` input of shape `[batch, n_cols]` whose columns follow the
 //! schema's encoded column order (`Encoding::column_names`), and must have one output holding
@@ -25,7 +25,7 @@ mod forest;
 mod graph;
 
 use crate::blackbox::{BlackBox, ModelError};
-use crate::layers::Mlp;
+use crate::layers::Batched;
 use forest::Forest;
 use rand_core::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
@@ -70,7 +70,7 @@ const ZIPMAP_HINT: &str = "; scikit-learn exports: pass options={\"zipmap\": Fal
 pub enum Runtime {
     /// tract runs the graph.
     Tract,
-    /// The graph is a stack of dense layers, run by cent's own [`Mlp`] (as the built-in MLP).
+    /// The graph is a stack of dense layers, run by cent's own layers (as the built-in MLP).
     Dense { layers: usize },
     /// The graph is one `TreeEnsembleClassifier`, walked by cent's own forest evaluator;
     /// `steps` branch tests a row (the sum of the trees' depths).
@@ -90,7 +90,8 @@ impl std::fmt::Display for Runtime {
 /// The model's evaluator.
 enum Engine {
     Tract(Worker),
-    Dense(Mlp),
+    /// Dense layers, laid out for batches once.
+    Dense(Batched),
     Forest(Forest),
 }
 
@@ -220,7 +221,7 @@ impl OnnxModel {
     pub fn runtime(&self) -> Runtime {
         match &self.engine {
             Engine::Tract(_) => Runtime::Tract,
-            Engine::Dense(mlp) => Runtime::Dense { layers: mlp.layers.len() },
+            Engine::Dense(layers) => Runtime::Dense { layers: layers.len() },
             Engine::Forest(forest) => Runtime::Forest { trees: forest.trees(), steps: forest.steps() },
         }
     }
@@ -260,7 +261,7 @@ impl OnnxModel {
     fn run(&self, rows: &[f32]) -> TractResult<Vec<f32>> {
         match &self.engine {
             Engine::Tract(worker) => worker.run(rows),
-            Engine::Dense(mlp) => Ok(mlp.forward_batch(rows)),
+            Engine::Dense(layers) => Ok(layers.forward_batch(rows)),
             Engine::Forest(forest) => Ok(forest.probabilities(rows, self.inputs)),
         }
     }
@@ -365,7 +366,7 @@ fn native(graph: &graph::Graph<'_>, n_cols: usize, classes: usize) -> Option<(En
     let names: Vec<&str> = graph.proto.output.iter().map(|o| o.name.as_str()).collect();
     let output = names.iter().find(|n| n.to_ascii_lowercase().contains("prob")).or(names.first())?;
     if let Some(mlp) = dense::from_graph(graph, output, n_cols, classes) {
-        return Some((Engine::Dense(mlp), output.to_string()));
+        return Some((Engine::Dense(Batched::new(&mlp)), output.to_string()));
     }
     let forest = Forest::from_graph(graph, output, n_cols, classes)?;
     Some((Engine::Forest(forest), output.to_string()))
