@@ -241,6 +241,7 @@ impl BlackBox for Model {
 }
 
 impl Model {
+    /// A model of `kind` with these layers; their batch layout is made on the first call.
     pub fn new(kind: ModelKind, mlp: Mlp) -> Self {
         Model { kind, mlp, batched: OnceLock::new() }
     }
