@@ -375,8 +375,10 @@ impl<'r> Around<'r> {
                         }
                     }
                     (Sorted::Codes(codes), Some(ca), Some(c)) => {
+                        // 2 · ([r ≠ c] − [r ≠ ca]) = 2 · ([r = ca] − [r = c]), in whole
+                        // numbers (exact, and one conversion per row).
                         for (d, &r) in delta.iter_mut().zip(&codes[band.clone()]) {
-                            *d += 2.0 * (f32::from(u8::from(r != c)) - f32::from(u8::from(r != ca)));
+                            *d += f32::from(2 * (i16::from(r == ca) - i16::from(r == c)));
                         }
                     }
                     _ => {
