@@ -309,6 +309,8 @@ pub struct Batched {
 }
 
 impl Batched {
+    /// `mlp`'s layers laid out for batches (each layer's weights input-major, padded to blocks
+    /// of eight outputs).
     pub fn new(mlp: &Mlp) -> Self {
         Batched { inputs: mlp.inputs(), layers: mlp.layers.iter().map(Transposed::new).collect() }
     }
