@@ -6,8 +6,10 @@
 //! `valgrind --tool=callgrind --callgrind-out-file=q.out target/release/examples/query_cost adult mlp 100 serial`
 //! `callgrind_annotate --inclusive=yes q.out | grep Explainer::explain`
 //!
-//! Without valgrind it prints the median, mean and p90 wall time per query, and the share of
-//! the time the slowest tenth of the queries take. With a fourth argument
+//! Without valgrind it prints the median, mean and p90 wall time per query, the share of the
+//! time the slowest tenth of the queries take, and the queries by the way they were answered
+//! (the first neighbourhood, a wider one, the last resort) with their share of the time. With
+//! a fourth argument
 //! `parallel`, it explains each row twice in turn, with `Config::parallel` and without, and
 //! prints both medians and the median of the per-row ratios (the machine's speed drifts
 //! between runs; taken in turn, both sides see the same drift). With `serial` it explains
@@ -16,7 +18,7 @@
 
 use cent_host::artifacts::{Setup, Source};
 use cent_host::blackbox::ModelKind;
-use cent_host::explain::{Config, Explainer};
+use cent_host::explain::{Config, ExplainError, Explainer, Explanation};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -41,11 +43,12 @@ fn main() {
         println!("no test rows to explain");
         return;
     }
-    let time = |explainer: &Explainer<'_>, i: usize| {
+    let timed = |explainer: &Explainer<'_>, i: usize| {
         let start = Instant::now();
-        black_box(explainer.explain(a.prepared.test.row(i % rows), &query, None).ok());
-        start.elapsed().as_secs_f64() * 1e3
+        let out = black_box(explainer.explain(a.prepared.test.row(i % rows), &query, None));
+        (start.elapsed().as_secs_f64() * 1e3, Path::of(&out, explainer.config.k))
     };
+    let time = |explainer: &Explainer<'_>, i: usize| timed(explainer, i).0;
     if args.get(3).map(String::as_str) == Some("parallel") {
         let one = explainer_with(Config { parallel: false, ..Config::default() });
         let (mut two_threads, mut one_thread, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
@@ -70,7 +73,8 @@ fn main() {
         );
         return;
     }
-    let mut times: Vec<f64> = (1..=rows).map(|i| time(&explainer, i)).collect();
+    let (mut times, paths): (Vec<f64>, Vec<Path>) = (1..=rows).map(|i| timed(&explainer, i)).unzip();
+    let by_path: Vec<(Path, f64)> = paths.into_iter().zip(times.iter().copied()).collect();
     let median = median(&mut times);
     // Criterion's figure is a median over samples of many queries each: close to this mean,
     // which the slowest queries (those that widen their neighbourhood) pull above the median.
@@ -82,6 +86,52 @@ fn main() {
         times[rows * 9 / 10],
         100.0 * slowest / total
     );
+    for path in [Path::First, Path::Wider, Path::LastResort, Path::NotFound] {
+        let these: Vec<f64> = by_path.iter().filter(|(p, _)| *p == path).map(|&(_, t)| t).collect();
+        if these.is_empty() {
+            continue;
+        }
+        let sum: f64 = these.iter().sum();
+        println!(
+            "  {}: {} queries, mean {:.3} ms, {:.0} % of the time",
+            path.name(),
+            these.len(),
+            sum / these.len() as f64,
+            100.0 * sum / total
+        );
+    }
+}
+
+/// The way a query was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// By a region of the first neighbourhood's surrogate.
+    First,
+    /// By a region of a wider neighbourhood's.
+    Wider,
+    /// By the last resort (no region confirmed at any width: `neighbours` is 0).
+    LastResort,
+    NotFound,
+}
+
+impl Path {
+    fn of(out: &Result<Explanation, ExplainError>, k: usize) -> Path {
+        match out {
+            Ok(e) if e.neighbours == 0 => Path::LastResort,
+            Ok(e) if e.neighbours > k => Path::Wider,
+            Ok(_) => Path::First,
+            Err(_) => Path::NotFound,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Path::First => "first neighbourhood",
+            Path::Wider => "wider neighbourhood",
+            Path::LastResort => "last resort",
+            Path::NotFound => "not found",
+        }
+    }
 }
 
 fn median(values: &mut [f64]) -> f64 {
