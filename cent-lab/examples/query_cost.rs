@@ -86,7 +86,7 @@ fn main() {
         times[rows * 9 / 10],
         100.0 * slowest / total
     );
-    for path in [Path::First, Path::Wider, Path::LastResort, Path::NotFound] {
+    for path in [Path::First, Path::Wider, Path::LastResort, Path::NoAnswer] {
         let these: Vec<f64> = by_path.iter().filter(|(p, _)| *p == path).map(|&(_, t)| t).collect();
         if these.is_empty() {
             continue;
@@ -111,7 +111,8 @@ enum Path {
     Wider,
     /// By the last resort (no region confirmed at any width: `neighbours` is 0).
     LastResort,
-    NotFound,
+    /// No answer: nothing found, or an error.
+    NoAnswer,
 }
 
 impl Path {
@@ -120,7 +121,7 @@ impl Path {
             Ok(e) if e.neighbours == 0 => Path::LastResort,
             Ok(e) if e.neighbours > k => Path::Wider,
             Ok(_) => Path::First,
-            Err(_) => Path::NotFound,
+            Err(_) => Path::NoAnswer,
         }
     }
 
@@ -129,7 +130,7 @@ impl Path {
             Path::First => "first neighbourhood",
             Path::Wider => "wider neighbourhood",
             Path::LastResort => "last resort",
-            Path::NotFound => "not found",
+            Path::NoAnswer => "no answer",
         }
     }
 }
