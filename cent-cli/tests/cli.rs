@@ -1181,3 +1181,45 @@ fn test_encode_writes_the_rows_models_train_on() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// `cent schema` drafts a schema that the other commands read as it is; it does not overwrite
+/// a file unless told to, and asks which outcome is favourable rather than guessing.
+#[test]
+fn test_a_drafted_schema_explains_a_row_as_written() {
+    let d = dir("schema-draft");
+    let csv = write(&d, "toy.csv", &toy_csv(300));
+    let toml = d.join("toy.toml");
+    let _ = std::fs::remove_file(&toml);
+    let schema = |extra: &[&str]| {
+        let mut args = vec!["schema", "--data", csv.to_str().unwrap(), "--target", "y"];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_cent")).args(&args).output().expect("the cent binary runs")
+    };
+    let o = schema(&["--favourable", "1", "--out", toml.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("target: y (2 classes: 0, 1; favourable 1)"), "{err}");
+    assert!(err.contains("age (integer, immutable)") && err.contains("job (categorical)"), "{err}");
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(written.contains("file = \"toy.csv\""), "{written}");
+    // The schema alone finds its file, trains and explains.
+    let o = cent(&["explain", "--schema", toml.to_str().unwrap(), "--row", "0", "--format", "json"], &d.join("cache"));
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"fact\""), "{}", stdout(&o));
+    // An existing file is kept; --force replaces it.
+    let o = schema(&["--favourable", "1", "--out", toml.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    let o = schema(&["--favourable", "1", "--out", toml.to_str().unwrap(), "--force", "--quiet"]);
+    assert!(o.status.success() && stderr(&o).is_empty(), "{}", stderr(&o));
+    // No favourable outcome, or one the target does not hold: a usage error listing the values.
+    for extra in [&[][..], &["--favourable", "yes"][..]] {
+        let o = schema(extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("`0`, `1`"), "{extra:?}: {}", stderr(&o));
+    }
+    // To stdout, the same schema.
+    let o = schema(&["--favourable", "1", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).replace(csv.to_str().unwrap(), "toy.csv"), written);
+}

@@ -1,5 +1,5 @@
-//! Command-line interface: `cent train | explain | batch | audit | demo | fetch | evaluate |
-//! export | validate | text | images`.
+//! Command-line interface: `cent schema | train | encode | explain | batch | audit | demo | fetch |
+//! evaluate | export | validate | text | images`.
 
 /// `println!` that returns an error instead of panicking when stdout is closed (`cent ... |
 /// head`): use as `outln!(...)?;`. `main` ends quietly on [`StdoutClosed`].
@@ -28,6 +28,7 @@ mod export_cmd;
 mod images_cmd;
 mod progress;
 mod query;
+mod schema_cmd;
 mod text_cmd;
 
 use anyhow::Result;
@@ -128,6 +129,27 @@ struct Cli {
 // value, rejected by its own range check with the value named, not an unknown flag `-0.2`.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Draft a schema for your own CSV file: each column's kind, the target's classes, personal
+    /// attributes fixed, and the links the rows show between features
+    ///
+    /// Reads the file and writes a schema that loads as it is, every choice with its reason as a
+    /// comment: each column's kind (integer, continuous, binary, categorical) from its values;
+    /// identifiers, free text and one-value columns left out; features whose names say they are
+    /// personal (age, sex, race, ...) immutable, and the protected ones listed for `cent audit`;
+    /// missing-value tokens the file holds (?, NA, ...); the target's classes. And the links
+    /// the rows show, so that no answer proposes a person nobody is: two features that determine
+    /// each other (one_to_one: a degree and its years of school) and two whose values are
+    /// common apart but never together (observed_combinations: no husband who never married).
+    /// Read the draft before use: which features a person can change, and in which direction,
+    /// is for you to decide.
+    ///
+    /// Examples:
+    ///   cent schema --data loans.csv --target approved --favourable yes --out loans.toml
+    ///   cent explain --schema loans.toml --row 0
+    ///   cent schema --data people.tsv --delimiter '\t' --target outcome --favourable good --out people.toml
+    ///   cent schema --data scores.csv --no-header --names age,income,debt,label --target label --favourable 1
+    #[command(verbatim_doc_comment)]
+    Schema(schema_cmd::SchemaArgs),
     /// Train the black box and the VAE of a dataset, or load them from the cache
     ///
     /// A cached model is reused only for exactly the data, schema and options that built it;
@@ -413,6 +435,7 @@ struct FetchArgs {
 pub fn run() -> Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Schema(args) => schema_cmd::run(&args),
         Command::Train(args) => train(&args),
         Command::Encode(args) => encode_cmd::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),

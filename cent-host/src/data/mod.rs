@@ -17,6 +17,7 @@
 //! assert_eq!(prepared.train.n_rows(), prepared.train_labels.len());
 //! ```
 
+pub mod draft;
 pub mod encoding;
 pub mod fetch;
 pub mod fetch_ext;

@@ -513,20 +513,20 @@ fn skip_lines(bytes: &[u8], n: usize) -> Option<&[u8]> {
 /// Line numbers as in the file, from the byte offsets the CSV reader reports (its own line
 /// count skips blank lines). Offsets must be queried in increasing order.
 #[derive(Debug)]
-struct LineCounter<'b> {
+pub(super) struct LineCounter<'b> {
     body: &'b [u8],
     byte: usize,
     line: u64,
 }
 
 impl<'b> LineCounter<'b> {
-    fn new(body: &'b [u8], skipped: usize) -> Self {
+    pub(super) fn new(body: &'b [u8], skipped: usize) -> Self {
         LineCounter { body, byte: 0, line: skipped as u64 + 1 }
     }
 
     /// 1-based line of the record parsed from `offset` of the body. The reader reports the
     /// offset where it started parsing, before the blank lines it skips, so those are passed.
-    fn line_at(&mut self, offset: u64) -> u64 {
+    pub(super) fn line_at(&mut self, offset: u64) -> u64 {
         let end = (offset as usize).clamp(self.byte, self.body.len());
         self.line += self.body[self.byte..end].iter().filter(|&&b| b == b'\n').count() as u64;
         self.byte = end;
@@ -538,7 +538,7 @@ impl<'b> LineCounter<'b> {
     }
 }
 
-fn csv_error(file: &str, lines: &mut LineCounter<'_>, e: &::csv::Error) -> LoadError {
+pub(super) fn csv_error(file: &str, lines: &mut LineCounter<'_>, e: &::csv::Error) -> LoadError {
     let line = lines.line_at(e.position().map_or(0, ::csv::Position::byte));
     let message = match e.kind() {
         ::csv::ErrorKind::Utf8 { err, .. } => format!("invalid UTF-8 in field {}", err.field() + 1),

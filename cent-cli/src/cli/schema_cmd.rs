@@ -1,0 +1,183 @@
+//! `cent schema`: a first schema for a CSV file of one's own, each choice with its reason.
+
+use anyhow::{Context, Result};
+use cent_host::data::draft::{Draft, DraftError, DraftOptions, Role, draft};
+use clap::Args;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Your CSV file.
+    #[arg(long)]
+    data: PathBuf,
+    /// The column your model predicts.
+    #[arg(long)]
+    target: String,
+    /// The value of the target a person asks recourse for (a loan granted, no default). Left
+    /// out, the error lists the target's values to choose from.
+    #[arg(long)]
+    favourable: Option<String>,
+    /// Where to write the schema: a .toml file, or `-` for stdout. An existing file is kept
+    /// unless --force.
+    #[arg(long, default_value = "-")]
+    out: PathBuf,
+    /// Overwrite --out when it exists.
+    #[arg(long)]
+    force: bool,
+    /// The file has no header line: its columns are --names, or column_1, column_2, ...
+    #[arg(long)]
+    no_header: bool,
+    /// The columns' names for a file without a header, comma-separated.
+    #[arg(long, value_delimiter = ',', requires = "no_header")]
+    names: Option<Vec<String>>,
+    /// The field delimiter: one ASCII character, or `\t` for a tab.
+    #[arg(long, default_value = ",")]
+    delimiter: String,
+    /// Values that mean "missing" besides an empty field and ?, NA, N/A, #N/A, NaN, nan, null,
+    /// NULL (comma-separated). A row holding one is left out when the file is loaded.
+    #[arg(long, value_delimiter = ',')]
+    missing: Vec<String>,
+    /// The dataset's name (default: the file's name without its extension).
+    #[arg(long)]
+    name: Option<String>,
+    /// No summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// `cent schema`.
+pub fn run(args: &SchemaArgs) -> Result<ExitCode> {
+    let to_stdout = args.out.as_os_str() == "-";
+    if !to_stdout {
+        super::out_dir_exists("--out", &args.out)?;
+        if args.out.exists() && !args.force {
+            return Err(super::usage(format!(
+                "--out {} exists: give --force to overwrite it, or another name",
+                args.out.display()
+            )));
+        }
+    }
+    let delimiter = match args.delimiter.as_str() {
+        "\\t" | "\t" => b'\t',
+        d if d.len() == 1 && d.is_ascii() => d.as_bytes()[0],
+        d => return Err(super::usage(format!("--delimiter `{d}`: one ASCII character, or \\t for a tab"))),
+    };
+    let file = args.data.display().to_string();
+    let bytes = std::fs::read(&args.data).with_context(|| format!("cannot read {file}"))?;
+    let name = match &args.name {
+        Some(name) => name.clone(),
+        None => args.data.file_stem().map_or_else(|| "data".into(), |s| s.to_string_lossy().into_owned()),
+    };
+    let options = DraftOptions {
+        name,
+        source: if to_stdout { file.clone() } else { source_path(&args.data, &args.out) },
+        header: !args.no_header,
+        names: args.names.clone(),
+        delimiter,
+        missing: args.missing.clone(),
+        target: args.target.clone(),
+        favourable: args.favourable.clone(),
+    };
+    let d = draft(&bytes, &file, &options).map_err(|e| match e {
+        DraftError::NoTarget { .. }
+        | DraftError::Favourable { .. }
+        | DraftError::NoFavourable { .. }
+        | DraftError::Names { .. }
+        | DraftError::Delimiter(_) => super::usage(e),
+        e => anyhow::Error::new(e),
+    })?;
+    if to_stdout {
+        out!("{}", d.toml)?;
+    } else {
+        std::fs::write(&args.out, &d.toml).with_context(|| format!("cannot write {}", args.out.display()))?;
+    }
+    if !args.quiet {
+        summary(&file, args, &d);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the draft made of the file, and what to do next, on stderr.
+fn summary(file: &str, args: &SchemaArgs, d: &Draft) {
+    let (mut features, mut dropped) = (Vec::new(), Vec::new());
+    eprintln!("{file}: {} rows, {} columns", d.report.read, d.columns.len());
+    for c in &d.columns {
+        match &c.role {
+            Role::Target { classes } => eprintln!(
+                "  target: {} ({} classes: {}; favourable {})",
+                c.name,
+                classes.len(),
+                classes.join(", "),
+                d.schema.target.favourable
+            ),
+            Role::Feature { kind, immutable } => {
+                let kind = format!("{kind:?}").to_lowercase();
+                let fixed = if *immutable { ", immutable" } else { "" };
+                features.push(format!("{} ({kind}{fixed})", c.name));
+            }
+            Role::Dropped { reason } => dropped.push(format!("{} ({reason})", c.name)),
+        }
+    }
+    eprintln!("  {} features: {}", features.len(), features.join(", "));
+    if !dropped.is_empty() {
+        eprintln!("  left out: {}", dropped.join("; "));
+    }
+    for link in &d.links {
+        eprintln!("  link {} ~ {} ({}): {}", link.features[0], link.features[1], link.kind.name(), link.evidence);
+    }
+    if d.unjudged > 0 {
+        eprintln!("  {} more features with few values were not judged for links (the first 64 were)", d.unjudged);
+    }
+    let r = &d.report;
+    if r.missing > 0 {
+        let tokens: String = d.missing.iter().map(|m| format!(" or {m}")).collect();
+        eprintln!("  {} of {} rows hold a missing value (empty{tokens}): left out when loaded", r.missing, r.read);
+    }
+    eprintln!("  the draft loads: {} rows kept", r.kept);
+    match args.out.as_os_str() == "-" {
+        true => {
+            eprintln!("Save it (--out {0}.toml), read it, then: cent explain --schema {0}.toml --row 0", d.schema.name)
+        }
+        false => eprintln!("Wrote {0}. Read it, then: cent explain --schema {0} --row 0", args.out.display()),
+    }
+}
+
+/// `data` as the schema at `out` names it: relative to `out`'s directory when both are on one
+/// root, else absolute.
+fn source_path(data: &Path, out: &Path) -> String {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let data = absolute(data);
+    let dir = absolute(out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")));
+    let (data_parts, dir_parts): (Vec<Component>, Vec<Component>) =
+        (data.components().collect(), dir.components().collect());
+    let common = data_parts.iter().zip(&dir_parts).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return data.display().to_string();
+    }
+    let mut relative = PathBuf::new();
+    for _ in common..dir_parts.len() {
+        relative.push("..");
+    }
+    for part in &data_parts[common..] {
+        relative.push(part);
+    }
+    relative.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source_path;
+    use std::path::Path;
+
+    #[test]
+    fn test_the_source_is_named_from_the_schema_directory() {
+        assert_eq!(source_path(Path::new("/a/b/loans.csv"), Path::new("/a/b/loans.toml")), "loans.csv");
+        assert_eq!(
+            source_path(Path::new("/a/data/loans.csv"), Path::new("/a/schemas/loans.toml")),
+            "../data/loans.csv"
+        );
+        assert_eq!(source_path(Path::new("/a/loans.csv"), Path::new("/a/b/c/loans.toml")), "../../loans.csv");
+        assert_eq!(source_path(Path::new("/a/b/c/loans.csv"), Path::new("/a/loans.toml")), "b/c/loans.csv");
+    }
+}
