@@ -259,6 +259,42 @@ fn encoded_split<'py>(
     Ok((f32_bytes(py, rows), labels.len(), labels.clone(), p.encoding.column_names(), target))
 }
 
+/// A first schema for a CSV file of one's own (`cent schema`): its TOML, every choice with
+/// its reason as a comment; written to `out` too when given (the data named relative to it).
+#[pyfunction]
+#[pyo3(signature = (data, target, favourable, header, names, delimiter, missing, name, out))]
+#[allow(clippy::too_many_arguments)] // reason: the keyword arguments the Python wrapper passes on
+fn draft_schema(
+    py: Python<'_>,
+    data: PathBuf,
+    target: String,
+    favourable: Option<String>,
+    header: bool,
+    names: Option<Vec<String>>,
+    delimiter: String,
+    missing: Vec<String>,
+    name: Option<String>,
+    out: Option<PathBuf>,
+) -> PyResult<String> {
+    let delimiter = match delimiter.as_bytes() {
+        [d] if d.is_ascii() => *d,
+        _ => return Err(CentError::new_err(format!("delimiter `{delimiter}`: one ASCII character"))),
+    };
+    let file = data.display().to_string();
+    let drafted = py.detach(|| {
+        let bytes = std::fs::read(&data).map_err(|e| format!("cannot read {file}: {e}"))?;
+        let name = name.unwrap_or_else(|| data.file_stem().map_or("data".into(), |s| s.to_string_lossy().into_owned()));
+        let source = data::draft::source_for(&data, out.as_deref());
+        let options = data::draft::DraftOptions { name, source, header, names, delimiter, missing, target, favourable };
+        let d = data::draft::draft(&bytes, &file, &options).map_err(|e| message(&e))?;
+        if let Some(out) = &out {
+            std::fs::write(out, &d.toml).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+        }
+        Ok::<_, String>(d.toml)
+    });
+    drafted.map_err(CentError::new_err)
+}
+
 /// The schema's target column, as the CLI finds it.
 fn target_column(source: &Source) -> Option<String> {
     let schema = match source {
@@ -580,6 +616,7 @@ impl Core {
 fn _cent(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(encoded_split, m)?)?;
+    m.add_function(wrap_pyfunction!(draft_schema, m)?)?;
     m.add("CentError", m.py().get_type::<CentError>())?;
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! `cent schema`: a first schema for a CSV file of one's own, each choice with its reason.
 
 use anyhow::{Context, Result};
-use cent_host::data::draft::{Draft, DraftError, DraftOptions, Role, draft};
+use cent_host::data::draft::{Draft, DraftError, DraftOptions, Role, draft, source_for};
 use clap::Args;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -71,7 +71,7 @@ pub fn run(args: &SchemaArgs) -> Result<ExitCode> {
     };
     let options = DraftOptions {
         name,
-        source: if to_stdout { file.clone() } else { source_path(&args.data, &args.out) },
+        source: source_for(&args.data, (!to_stdout).then_some(args.out.as_path())),
         header: !args.no_header,
         names: args.names.clone(),
         delimiter,
@@ -140,44 +140,5 @@ fn summary(file: &str, args: &SchemaArgs, d: &Draft) {
             eprintln!("Save it (--out {0}.toml), read it, then: cent explain --schema {0}.toml --row 0", d.schema.name)
         }
         false => eprintln!("Wrote {0}. Read it, then: cent explain --schema {0} --row 0", args.out.display()),
-    }
-}
-
-/// `data` as the schema at `out` names it: relative to `out`'s directory when both are on one
-/// root, else absolute.
-fn source_path(data: &Path, out: &Path) -> String {
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let data = absolute(data);
-    let dir = absolute(out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")));
-    let (data_parts, dir_parts): (Vec<Component>, Vec<Component>) =
-        (data.components().collect(), dir.components().collect());
-    let common = data_parts.iter().zip(&dir_parts).take_while(|(a, b)| a == b).count();
-    if common == 0 {
-        return data.display().to_string();
-    }
-    let mut relative = PathBuf::new();
-    for _ in common..dir_parts.len() {
-        relative.push("..");
-    }
-    for part in &data_parts[common..] {
-        relative.push(part);
-    }
-    relative.display().to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::source_path;
-    use std::path::Path;
-
-    #[test]
-    fn test_the_source_is_named_from_the_schema_directory() {
-        assert_eq!(source_path(Path::new("/a/b/loans.csv"), Path::new("/a/b/loans.toml")), "loans.csv");
-        assert_eq!(
-            source_path(Path::new("/a/data/loans.csv"), Path::new("/a/schemas/loans.toml")),
-            "../data/loans.csv"
-        );
-        assert_eq!(source_path(Path::new("/a/loans.csv"), Path::new("/a/b/c/loans.toml")), "../../loans.csv");
-        assert_eq!(source_path(Path::new("/a/b/c/loans.csv"), Path::new("/a/loans.toml")), "b/c/loans.csv");
     }
 }

@@ -22,6 +22,7 @@ use super::schema::{Kind, LinkKind, Schema};
 use super::table::{Input, LoadError, LoadReport, Table};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
 
 /// Distinct values counted per column: a column with more is numeric, or dropped.
 const MAX_VALUES: usize = 256;
@@ -374,6 +375,27 @@ fn read(
         visit(&record);
     }
     Ok(names)
+}
+
+/// `data` as the `[[source]] file` of a schema written to `schema`: relative to the schema's
+/// directory when both are under one root, else absolute; as given when the schema's place is
+/// not known (written to stdout).
+pub fn source_for(data: &Path, schema: Option<&Path>) -> String {
+    let Some(schema) = schema else { return data.display().to_string() };
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let data = absolute(data);
+    let dir = absolute(schema.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")));
+    let (to, from): (Vec<Component>, Vec<Component>) = (data.components().collect(), dir.components().collect());
+    let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return data.display().to_string();
+    }
+    let mut relative = PathBuf::new();
+    for _ in common..from.len() {
+        relative.push("..");
+    }
+    relative.extend(&to[common..]);
+    relative.display().to_string()
 }
 
 /// Drafts a schema for the CSV `bytes` (`file` names it in errors and comments).
@@ -995,6 +1017,16 @@ mod tests {
         assert_eq!(role(&d, "capital-gain"), &Role::Feature { kind: Kind::Integer, immutable: false });
         assert_eq!(d.missing, ["?"]);
         assert_eq!((d.report.read, d.report.kept), (32_561, 30_162));
+    }
+
+    #[test]
+    fn test_the_source_is_named_from_the_schema_directory() {
+        let source = |data: &str, schema: &str| source_for(Path::new(data), Some(Path::new(schema)));
+        assert_eq!(source("/a/b/loans.csv", "/a/b/loans.toml"), "loans.csv");
+        assert_eq!(source("/a/data/loans.csv", "/a/schemas/loans.toml"), "../data/loans.csv");
+        assert_eq!(source("/a/loans.csv", "/a/b/c/loans.toml"), "../../loans.csv");
+        assert_eq!(source("/a/b/c/loans.csv", "/a/loans.toml"), "b/c/loans.csv");
+        assert_eq!(source_for(Path::new("x/loans.csv"), None), "x/loans.csv");
     }
 
     #[test]

@@ -22,9 +22,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ._cent import CentError, Core, encoded_split as _encoded_split
+from ._cent import CentError, Core, draft_schema as _draft_schema, encoded_split as _encoded_split
 
-__all__ = ["CentError", "Explainer", "Result", "Results", "encoded_split"]
+__all__ = ["CentError", "Explainer", "Result", "Results", "draft_schema", "encoded_split"]
 
 _NUMERIC = {"continuous", "integer"}
 
@@ -454,6 +454,35 @@ def encoded_split(
     frame = pd.DataFrame(x, columns=columns, copy=True)  # the bytes are read-only
     frame[target] = np.asarray(labels, dtype=np.int64)
     return frame
+
+
+def draft_schema(
+    data: str | os.PathLike,
+    target: str,
+    *,
+    favourable: str | None = None,
+    out: str | os.PathLike | None = None,
+    header: bool = True,
+    names: Iterable[str] | None = None,
+    delimiter: str = ",",
+    missing: Iterable[str] = (),
+    name: str | None = None,
+) -> str:
+    """A first schema for a CSV file of your own, as TOML (the CLI's ``cent schema``): each
+    column's kind from its values, identifiers and free text left out, the missing-value tokens
+    the file holds, the target's classes, features whose names say they are personal
+    immutable, and the links the rows show; every choice with its reason as a comment.
+    ``favourable`` is the target value recourse is asked for: left out, or not a value of the
+    target, :class:`CentError` lists the values. With ``out`` the schema is written there too,
+    naming ``data`` relative to it, and ``Explainer(schema=out)`` reads it as it is. ``header``
+    False reads a file without a header line, its columns ``names`` (else ``column_1``, …).
+    Read the draft before use: which features a person can change, and how, is yours to say."""
+    names = list(_names(names)) if names is not None else None
+    data = os.path.abspath(os.fspath(data))
+    out = os.path.abspath(os.fspath(out)) if out is not None else None
+    favourable = _text("favourable", favourable) if favourable is not None else None
+    return _draft_schema(data, _text("target", target), favourable, bool(header), names, delimiter,
+                         [_text("missing", m) for m in missing], name, out)
 
 
 def _paths(dataset, schema, cache) -> tuple[str | None, str]:

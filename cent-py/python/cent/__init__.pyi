@@ -108,6 +108,19 @@ class Explainer:
         min_probability: Optional[float] = None,
     ) -> Any: ...
 
+def draft_schema(
+    data: Union[str, os.PathLike[str]],
+    target: str,
+    *,
+    favourable: Optional[str] = None,
+    out: Union[str, os.PathLike[str], None] = None,
+    header: bool = True,
+    names: Optional[Iterable[str]] = None,
+    delimiter: str = ",",
+    missing: Iterable[str] = (),
+    name: Optional[str] = None,
+) -> str: ...
+
 def encoded_split(
     dataset: Optional[str] = None,
     *,
