@@ -193,9 +193,8 @@ struct Stats {
     /// Every value so far one more than the one before, in file order (a row number).
     counting: bool,
     last: f64,
-    /// Missing-value tokens met, by token.
+    /// Missing-value tokens met, by token (an empty field is not counted).
     tokens: BTreeMap<String, usize>,
-    empty: usize,
 }
 
 impl Stats {
@@ -205,7 +204,6 @@ impl Stats {
 
     fn add(&mut self, text: &str, missing: &[String]) {
         if text.is_empty() {
-            self.empty += 1;
             return;
         }
         if let Some(token) = missing.iter().find(|m| *m == text) {
