@@ -170,3 +170,52 @@ fn test_heloc_answers_never_move_a_feature_to_a_code() {
     assert!(answers >= 60, "only {answers} answers for 60 factuals");
     eprintln!("{answers} answers, {left} changes that leave a code");
 }
+
+/// `cent schema` on each fetched dataset's own file: what README says the draft makes of it.
+fn drafted(name: &str, target: &str, favourable: &str) -> Option<cent_host::data::draft::Draft> {
+    let cache = common::datasets::fetched(name)?;
+    let schema = cent_host::data::builtin_schema(name).unwrap();
+    let file = &schema.sources[0].file;
+    let bytes = std::fs::read(cache.join(name).join(file)).unwrap();
+    let options = cent_host::data::draft::DraftOptions::new(name, file, target, Some(favourable));
+    Some(cent_host::data::draft::draft(&bytes, file, &options).unwrap_or_else(|e| panic!("{name}: {e}")))
+}
+
+#[test]
+fn test_credit_drafts_its_indicator_groups_and_monthly_links() {
+    use cent_host::data::LinkKind;
+    let Some(d) = drafted("credit", "default-payment-next-month", "0") else { return };
+    assert_eq!(d.schema.features.len(), 23);
+    let groups: Vec<(&str, usize)> = d.one_hot.iter().map(|g| (g.name.as_str(), g.columns.len())).collect();
+    assert_eq!(groups, [("EDUCATION", 7), ("MARRIAGE", 4)]);
+    let months = ["PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6"];
+    for pair in months.windows(2) {
+        let linked = d
+            .links
+            .iter()
+            .any(|l| l.kind == LinkKind::ObservedCombinations && l.features[0] == pair[0] && l.features[1] == pair[1]);
+        assert!(linked, "{pair:?} not linked: {:#?}", d.links);
+    }
+    assert_eq!(d.report.kept, 30_000);
+}
+
+#[test]
+fn test_heloc_drafts_its_rows_of_no_data_as_missing() {
+    let Some(d) = drafted("heloc", "RiskPerformance", "Good") else { return };
+    assert_eq!(d.placeholders, [("-9".to_string(), 588)]);
+    // As the built-in schema: 598 rows with a -9 left out, 9,861 kept.
+    assert_eq!((d.report.missing, d.report.kept), (598, 9_861));
+}
+
+#[test]
+fn test_compas_drafts_a_file_with_repeated_column_names() {
+    let Some(d) = drafted("compas", "two_year_recid", "0") else { return };
+    let repeated: Vec<&str> = d
+        .columns
+        .iter()
+        .filter(|c| matches!(&c.role, cent_host::data::draft::Role::Dropped { reason } if reason.contains("again")))
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(repeated, ["decile_score", "priors_count"]);
+    assert_eq!(d.report.kept, 6_907);
+}

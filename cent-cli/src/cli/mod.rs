@@ -134,9 +134,11 @@ enum Command {
     ///
     /// Reads the file and writes a schema that loads as it is, every choice with its reason as a
     /// comment: each column's kind (integer, continuous, binary, categorical) from its values;
-    /// identifiers, free text and one-value columns left out; features whose names say they are
-    /// personal (age, sex, race, ...) immutable, and the protected ones listed for `cent audit`;
-    /// missing-value tokens the file holds (?, NA, ...); the target's classes. And the links
+    /// identifiers, free text, one-value and mostly-missing columns left out; indicator columns
+    /// of one category (EDUCATION_1, EDUCATION_2, ...) read back as one feature; features whose
+    /// names say they are personal (age, sex, race, ...) immutable, and the protected ones
+    /// listed for `cent audit`; missing-value tokens the file holds (?, NA, ..., and a negative
+    /// number that fills whole rows); the target's classes. And the links
     /// the rows show, so that no answer proposes a person nobody is: two features that determine
     /// each other (one_to_one: a degree and its years of school) and two whose values are
     /// common apart but never together (observed_combinations: no husband who never married).

@@ -117,6 +117,13 @@ fn summary(file: &str, args: &SchemaArgs, d: &Draft) {
                 features.push(format!("{} ({kind}{fixed})", c.name));
             }
             Role::Dropped { reason } => dropped.push(format!("{} ({reason})", c.name)),
+            Role::OneHot { feature } => {
+                if let Some(g) = d.one_hot.iter().find(|g| g.name == *feature && g.columns[0] == c.name) {
+                    let fixed = if g.immutable { ", immutable" } else { "" };
+                    let (first, last) = (&g.columns[0], &g.columns[g.columns.len() - 1]);
+                    features.push(format!("{} (categorical{fixed}, one-hot in {first} … {last})", g.name));
+                }
+            }
         }
     }
     eprintln!("  {} features: {}", features.len(), features.join(", "));

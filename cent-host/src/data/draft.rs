@@ -50,11 +50,24 @@ const RARELY: f64 = 0.05;
 /// The most rows a combination may need to count as held (`min_rows`): the built-in Adult
 /// schema's choice, which keeps out its 15 married men "not in family".
 const MAX_MIN_ROWS: usize = 30;
+/// A combination held by at most this share of the rows may be a slip of data entry: one that
+/// is (almost) never seen is ruled out up to it, a rarer one than that is kept.
+const SLIP: f64 = 0.001;
 /// Words of a column's name (lower case) that mark a personal attribute: drafted immutable.
 const PERSONAL: [&str; 11] =
     ["age", "sex", "gender", "race", "ethnicity", "ethnic", "nationality", "native", "birth", "born", "religion"];
 /// Of those, the ones an audit groups people by (`protected`), on a categorical or binary feature.
 const PROTECTED: [&str; 7] = ["sex", "gender", "race", "ethnicity", "ethnic", "nationality", "religion"];
+/// The largest share of the rows a feature may be missing in: a column missing in more is
+/// left out, since a row missing a feature is left out.
+const MOSTLY_PRESENT: f64 = 0.1;
+/// The share of the rows a negative number must fill to be read as a row of no data.
+const PLACEHOLDER_ROWS: f64 = 0.005;
+/// The most values an integer feature may have to be judged for links (codes of a status,
+/// counts of a few events), not amounts.
+const LINK_INTEGER_VALUES: usize = 16;
+/// Where an indicator column's name ends its feature's name (`EDUCATION_1`, `job=clerk`).
+const ONE_HOT_SEPARATORS: [char; 3] = ['_', '=', '.'];
 /// Whole words of a name that mark an identifier.
 const IDENTIFIER: [&str; 3] = ["id", "uuid", "identifier"];
 
@@ -106,6 +119,23 @@ pub enum Role {
     Feature { kind: Kind, immutable: bool },
     /// Left out (the schema's `dropped`), and why.
     Dropped { reason: String },
+    /// One of the indicator columns of a categorical feature ([`OneHot`]).
+    OneHot { feature: String },
+}
+
+/// Indicator columns read back as one categorical feature (its `one_hot`): two or more 0/1
+/// columns whose names share a prefix (`EDUCATION_1`, `EDUCATION_2`; `job=clerk`), exactly one
+/// of them 1 in every row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OneHot {
+    /// The feature's name: the columns' shared prefix.
+    pub name: String,
+    /// The columns, in file order.
+    pub columns: Vec<String>,
+    /// The category each column stands for: its name past the prefix.
+    pub categories: Vec<String>,
+    /// Whether its name says it is personal.
+    pub immutable: bool,
 }
 
 /// One column of the file and its role in the draft.
@@ -134,9 +164,15 @@ pub struct Draft {
     pub schema: Schema,
     /// Every column of the file, in file order.
     pub columns: Vec<Column>,
+    /// Indicator columns read as one feature each.
+    pub one_hot: Vec<OneHot>,
     pub links: Vec<FoundLink>,
-    /// The missing-value tokens the file holds (of [`MISSING_TOKENS`] and those given).
+    /// The missing-value tokens the file holds (of [`MISSING_TOKENS`], those given and the
+    /// placeholders).
     pub missing: Vec<String>,
+    /// Negative numbers that fill whole rows (a row of no data), each with the rows it fills:
+    /// read as missing.
+    pub placeholders: Vec<(String, usize)>,
     /// The file loaded with the draft: rows read, dropped for a missing value, kept.
     pub report: LoadReport,
     /// Features that could have been judged for links but were not (beyond the first 64).
@@ -154,8 +190,6 @@ pub enum DraftError {
     NoRows { file: String },
     #[error("{file}: column {position} has no name")]
     Unnamed { file: String, position: usize },
-    #[error("{file}: two columns are named `{name}` (columns {first} and {second}); a schema names columns")]
-    Duplicate { file: String, name: String, first: usize, second: usize },
     #[error("{file}: {given} column names given for {found} columns")]
     Names { file: String, given: usize, found: usize },
     #[error("the delimiter must be one ASCII character, not `{0}`")]
@@ -252,11 +286,17 @@ fn number(text: &str) -> f64 {
     text.parse::<f64>().unwrap_or(f64::NAN)
 }
 
-/// The kind a column's values call for, or why it is left out.
-fn judge(name: &str, s: &Stats) -> Result<Kind, String> {
+/// The kind the values of a column of `rows` call for, or why it is left out.
+fn judge(name: &str, s: &Stats, rows: usize) -> Result<Kind, String> {
     let distinct = if s.more { format!("more than {MAX_VALUES}") } else { s.values.len().to_string() };
     if s.present == 0 {
         return Err("every value is missing".into());
+    }
+    if (s.present as f64) < (1.0 - MOSTLY_PRESENT) * rows as f64 {
+        return Err(format!(
+            "missing in {} of {rows} rows: as a feature it would leave those rows out",
+            rows - s.present
+        ));
     }
     if !s.more && s.values.len() == 1 {
         let only = s.values.keys().next().map_or("", String::as_str);
@@ -285,9 +325,12 @@ fn judge(name: &str, s: &Stats) -> Result<Kind, String> {
             list(&texts, 4)
         ));
     }
-    if s.more || s.values.len() > MAX_CATEGORIES {
+    if s.more {
+        return Err(format!("text with {distinct} different values: an identifier or free text"));
+    }
+    if s.values.len() > MAX_CATEGORIES {
         return Err(format!(
-            "text with {distinct} different values: an identifier or free text (a categorical feature has at most {MAX_CATEGORIES} categories; merge them with `map` and `other` to keep it)"
+            "text with {distinct} different values, more than a categorical feature's {MAX_CATEGORIES} (merge them with `map` and `other` to keep it)"
         ));
     }
     Ok(if s.values.len() == 2 { Kind::Binary } else { Kind::Categorical })
@@ -349,15 +392,8 @@ fn read(
         (false, Some(names)) => names.clone(),
         (false, None) => (1..=first.len()).map(|i| format!("column_{i}")).collect(),
     };
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for (i, name) in names.iter().enumerate() {
-        if name.is_empty() {
-            return Err(DraftError::Unnamed { file: file.into(), position: i + 1 });
-        }
-        if let Some(&first) = seen.get(name.as_str()) {
-            return Err(DraftError::Duplicate { file: file.into(), name: name.clone(), first, second: i + 1 });
-        }
-        seen.insert(name, i + 1);
+    if let Some(i) = names.iter().position(String::is_empty) {
+        return Err(DraftError::Unnamed { file: file.into(), position: i + 1 });
     }
     if !o.header {
         visit(&first);
@@ -407,9 +443,15 @@ pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftE
     if !o.delimiter.is_ascii() {
         return Err(DraftError::Delimiter(char::from(o.delimiter).to_string()));
     }
+    let placeholders = placeholders(bytes, file, o)?;
     let missing: Vec<String> = {
         let mut m: Vec<String> = MISSING_TOKENS.iter().map(|t| t.to_string()).collect();
-        m.extend(o.missing.iter().filter(|t| !t.is_empty() && !MISSING_TOKENS.contains(&t.as_str())).cloned());
+        let given = o.missing.iter().chain(placeholders.iter().map(|(v, _)| v));
+        for t in given {
+            if !t.is_empty() && !m.contains(t) {
+                m.push(t.clone());
+            }
+        }
         m
     };
     let mut stats: Vec<Stats> = Vec::new();
@@ -438,10 +480,13 @@ pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftE
 
     let mut columns = Vec::with_capacity(names.len());
     for (i, (name, s)) in names.iter().zip(&stats).enumerate() {
-        let role = if i == target {
+        let first = names.iter().position(|n| n == name).unwrap_or(i);
+        let role = if first < i {
+            Role::Dropped { reason: format!("the name of column {} again: only the first is read", first + 1) }
+        } else if i == target {
             Role::Target { classes: classes.clone() }
         } else {
-            match judge(name, s) {
+            match judge(name, s, rows) {
                 Ok(kind) => Role::Feature { kind, immutable: personal(name, &PERSONAL) },
                 Err(reason) => Role::Dropped { reason },
             }
@@ -458,13 +503,45 @@ pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftE
             .collect();
         return Err(DraftError::NoFeatures { file: file.into(), dropped: dropped.join("; ") });
     }
-    let (links, unjudged) = find_links(bytes, file, o, &columns, &stats, &missing)?;
-    let toml = write_toml(file, o, rows, &columns, &stats, &links, &found);
+    let (one_hot, coded, unjudged) = second_pass(bytes, file, o, &columns, &stats, &missing, rows)?;
+    for group in &one_hot {
+        for name in &group.columns {
+            if let Some(c) = columns.iter_mut().find(|c| c.name == *name) {
+                c.role = Role::OneHot { feature: group.name.clone() };
+            }
+        }
+    }
+    let links = find_links(&coded);
+    let toml = write_toml(file, o, rows, &columns, &stats, &one_hot, &links, &found, &placeholders);
     let origin = format!("{} (drafted)", o.name);
     let schema = Schema::from_toml(&toml, &origin).map_err(|e| DraftError::Invalid(e.to_string()))?;
     let input = Input { name: file.to_string(), bytes: bytes.to_vec(), skip_lines: 0 };
     let table = Table::read(&schema, &[input]).map_err(|e| DraftError::Invalid(e.to_string()))?;
-    Ok(Draft { toml, schema, columns, links, missing: found, report: table.report(), unjudged })
+    Ok(Draft { toml, schema, columns, one_hot, links, missing: found, placeholders, report: table.report(), unjudged })
+}
+
+/// Negative numbers that fill whole rows (every column but at most one, of five or more),
+/// in at least [`PLACEHOLDER_ROWS`] of them: a row of no data (HELOC's -9, "no bureau
+/// record"), read as missing; each with the rows it fills.
+fn placeholders(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Vec<(String, usize)>, DraftError> {
+    let mut filled: BTreeMap<String, usize> = BTreeMap::new();
+    let mut rows = 0usize;
+    read(bytes, file, o, |record| {
+        rows += 1;
+        if record.len() < 5 {
+            return;
+        }
+        // The value of all fields but at most one: the first's or the second's.
+        for candidate in [record.get(0), record.get(1)].into_iter().flatten() {
+            let others = record.iter().filter(|f| f != &candidate).count();
+            if others <= 1 && number(candidate) < 0.0 {
+                *filled.entry(candidate.to_string()).or_default() += 1;
+                break;
+            }
+        }
+    })?;
+    let least = (PLACEHOLDER_ROWS * rows as f64).max(10.0);
+    Ok(filled.into_iter().filter(|&(_, n)| n as f64 >= least).collect())
 }
 
 /// Whether a name holds one of `marks` as a whole word.
@@ -494,70 +571,141 @@ fn target_classes(file: &str, o: &DraftOptions, s: &Stats) -> Result<Vec<String>
     }
 }
 
-/// The features judged for links: not continuous, and at most [`LINK_VALUES`] values (one
-/// spelling each).
-fn link_candidates(columns: &[Column], stats: &[Stats]) -> Vec<usize> {
+/// A feature judged for links: its name, its values (codes index them), each row's code
+/// (`u8::MAX` when missing), and whether no answer changes it.
+struct Coded {
+    name: String,
+    values: Vec<String>,
+    codes: Vec<u8>,
+    fixed: bool,
+}
+
+/// Columns judged for links (not continuous, at most [`LINK_VALUES`] values, one spelling
+/// each), with their values in code order.
+fn link_candidates<'s>(columns: &[Column], stats: &'s [Stats]) -> Vec<(usize, Vec<(&'s str, usize)>)> {
+    let judged = |c: &Column, s: &Stats| match c.role {
+        Role::Feature { kind: Kind::Categorical | Kind::Binary, .. } => s.values.len() <= LINK_VALUES,
+        Role::Feature { kind: Kind::Integer, .. } => {
+            !s.more && s.values.len() <= LINK_INTEGER_VALUES && s.distinct_numbers() == s.values.len()
+        }
+        _ => false,
+    };
     columns
         .iter()
         .zip(stats)
         .enumerate()
-        .filter(|(_, (c, s))| match c.role {
-            Role::Feature { kind: Kind::Categorical | Kind::Binary, .. } => s.values.len() <= LINK_VALUES,
-            Role::Feature { kind: Kind::Integer, .. } => {
-                !s.more && s.values.len() <= LINK_VALUES && s.distinct_numbers() == s.values.len()
-            }
-            _ => false,
-        })
-        .map(|(i, _)| i)
+        .filter(|(_, (c, s))| judged(c, s))
+        .map(|(i, (_, s))| (i, s.sorted()))
         .collect()
 }
 
-/// The links between pairs of features the rows show: `one_to_one` when each value of one
-/// goes with one value of the other, both ways, in [`ONE_TO_ONE`] of the rows;
-/// `observed_combinations` when two values that are each common are (almost) never together.
-fn find_links(
+/// Groups of indicator columns that may be one feature: binary features of `0` and `1`, never
+/// missing, whose names share a prefix no column has as its name; each as (prefix, columns).
+fn one_hot_candidates(columns: &[Column], stats: &[Stats], rows: usize) -> Vec<(String, Vec<usize>)> {
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, (c, s)) in columns.iter().zip(stats).enumerate() {
+        let indicator = matches!(c.role, Role::Feature { kind: Kind::Binary, .. })
+            && s.present == rows
+            && s.values.contains_key("0")
+            && s.values.contains_key("1");
+        let Some((prefix, suffix)) = c.name.rsplit_once(ONE_HOT_SEPARATORS) else { continue };
+        if !indicator || prefix.is_empty() || suffix.is_empty() {
+            continue;
+        }
+        match groups.iter_mut().find(|(p, _)| p == prefix) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((prefix.to_string(), vec![i])),
+        }
+    }
+    groups.retain(|(prefix, members)| members.len() >= 2 && !columns.iter().any(|c| c.name == *prefix));
+    groups
+}
+
+/// The second pass: which candidate groups of indicator columns are one feature (exactly one
+/// 1 in every row), and every feature judged for links with its codes, in file order (a group
+/// at its first column).
+fn second_pass(
     bytes: &[u8],
     file: &str,
     o: &DraftOptions,
     columns: &[Column],
     stats: &[Stats],
     missing: &[String],
-) -> Result<(Vec<FoundLink>, usize), DraftError> {
-    let mut judged = link_candidates(columns, stats);
-    let unjudged = judged.len().saturating_sub(LINK_FEATURES);
-    judged.truncate(LINK_FEATURES);
-    if judged.len() < 2 {
-        return Ok((Vec::new(), unjudged));
-    }
-    // Each judged feature's values as codes (their sorted order), `u8::MAX` for missing.
-    let order: Vec<Vec<(&str, usize)>> = judged.iter().map(|&i| stats[i].sorted()).collect();
+    rows: usize,
+) -> Result<(Vec<OneHot>, Vec<Coded>, usize), DraftError> {
+    let plain = link_candidates(columns, stats);
+    let groups = one_hot_candidates(columns, stats, rows);
     let index: Vec<HashMap<&str, u8>> =
-        order.iter().map(|vals| vals.iter().enumerate().map(|(k, (v, _))| (*v, k as u8)).collect()).collect();
-    let mut codes: Vec<Vec<u8>> = vec![Vec::new(); judged.len()];
+        plain.iter().map(|(_, vals)| vals.iter().enumerate().map(|(k, (v, _))| (*v, k as u8)).collect()).collect();
+    let mut codes: Vec<Vec<u8>> = vec![Vec::with_capacity(rows); plain.len()];
+    let mut hot: Vec<Vec<u8>> = vec![Vec::with_capacity(rows); groups.len()];
+    let mut valid = vec![true; groups.len()];
     read(bytes, file, o, |record| {
-        for ((&i, map), out) in judged.iter().zip(&index).zip(codes.iter_mut()) {
-            let text = record.get(i).unwrap_or("");
+        for (((i, _), map), out) in plain.iter().zip(&index).zip(codes.iter_mut()) {
+            let text = record.get(*i).unwrap_or("");
             let missing = text.is_empty() || missing.iter().any(|m| m == text);
             out.push(if missing { u8::MAX } else { map.get(text).copied().unwrap_or(u8::MAX) });
         }
+        for (((_, members), ok), out) in groups.iter().zip(valid.iter_mut()).zip(hot.iter_mut()) {
+            let ones: Vec<usize> = (0..members.len()).filter(|&k| record.get(members[k]) == Some("1")).collect();
+            *ok &= ones.len() == 1;
+            out.push(ones.first().map_or(u8::MAX, |&k| k.min(usize::from(u8::MAX - 1)) as u8));
+        }
     })?;
+    let mut one_hot = Vec::new();
+    // (first column, feature) for every feature judged for links.
+    let mut coded: Vec<(usize, Coded)> = Vec::new();
+    let mut grouped = vec![false; columns.len()];
+    for (((prefix, members), ok), hot) in groups.into_iter().zip(valid).zip(hot) {
+        if !ok {
+            continue;
+        }
+        let names: Vec<String> = members.iter().map(|&m| columns[m].name.clone()).collect();
+        let categories: Vec<String> = names.iter().map(|n| n[prefix.len() + 1..].to_string()).collect();
+        let immutable = personal(&prefix, &PERSONAL);
+        for &m in &members {
+            grouped[m] = true;
+        }
+        if members.len() <= LINK_VALUES {
+            let feature = Coded { name: prefix.clone(), values: categories.clone(), codes: hot, fixed: immutable };
+            coded.push((members[0], feature));
+        }
+        one_hot.push(OneHot { name: prefix, columns: names, categories, immutable });
+    }
+    for ((i, values), codes) in plain.into_iter().zip(codes) {
+        if grouped[i] {
+            continue;
+        }
+        let fixed = matches!(columns[i].role, Role::Feature { immutable: true, .. });
+        let values = values.into_iter().map(|(v, _)| v.to_string()).collect();
+        coded.push((i, Coded { name: columns[i].name.clone(), values, codes, fixed }));
+    }
+    coded.sort_by_key(|(i, _)| *i);
+    let unjudged = coded.len().saturating_sub(LINK_FEATURES);
+    let coded = coded.into_iter().take(LINK_FEATURES).map(|(_, c)| c).collect();
+    Ok((one_hot, coded, unjudged))
+}
+
+/// The links between pairs of `features` the rows show: `one_to_one` when each value of one
+/// goes with one value of the other, both ways, in [`ONE_TO_ONE`] of the rows;
+/// `observed_combinations` when two values that are each common are (almost) never together.
+fn find_links(features: &[Coded]) -> Vec<FoundLink> {
     let mut links = Vec::new();
-    for a in 0..judged.len() {
-        for b in a + 1..judged.len() {
-            let (na, nb) = (order[a].len(), order[b].len());
+    for (a, fa) in features.iter().enumerate() {
+        for fb in &features[a + 1..] {
+            // A link between two features no answer changes never rules anything out.
+            if fa.fixed && fb.fixed {
+                continue;
+            }
+            let (na, nb) = (fa.values.len(), fb.values.len());
             let mut table = vec![0usize; na * nb];
-            for (&x, &y) in codes[a].iter().zip(&codes[b]) {
-                if x != u8::MAX && y != u8::MAX {
+            for (&x, &y) in fa.codes.iter().zip(&fb.codes) {
+                if usize::from(x) < na && usize::from(y) < nb {
                     table[usize::from(x) * nb + usize::from(y)] += 1;
                 }
             }
-            let names = [columns[judged[a]].name.clone(), columns[judged[b]].name.clone()];
-            if let Some(link) = judge_pair(&table, &order[a], &order[b], names) {
-                // A link between two features no answer changes never rules anything out.
-                let fixed = |i: usize| matches!(columns[judged[i]].role, Role::Feature { immutable: true, .. });
-                if !(fixed(a) && fixed(b)) {
-                    links.push(link);
-                }
+            if let Some(link) = judge_pair(&table, &fa.values, &fb.values, [fa.name.clone(), fb.name.clone()]) {
+                links.push(link);
             }
         }
     }
@@ -585,12 +733,11 @@ fn find_links(
                 })
         })
         .collect();
-    let links = links.into_iter().zip(repeats).filter(|(_, repeat)| !repeat).map(|(l, _)| l).collect();
-    Ok((links, unjudged))
+    links.into_iter().zip(repeats).filter(|(_, repeat)| !repeat).map(|(l, _)| l).collect()
 }
 
 /// The link a pair's table of counts (`a`'s values by `b`'s) shows, if any.
-fn judge_pair(table: &[usize], a: &[(&str, usize)], b: &[(&str, usize)], names: [String; 2]) -> Option<FoundLink> {
+fn judge_pair(table: &[usize], a: &[String], b: &[String], names: [String; 2]) -> Option<FoundLink> {
     let (na, nb) = (a.len(), b.len());
     let n: usize = table.iter().sum();
     if n == 0 {
@@ -625,11 +772,14 @@ fn judge_pair(table: &[usize], a: &[(&str, usize)], b: &[(&str, usize)], names: 
             }
         }
     }
+    // Those held by so few rows that they may be slips are ruled out; a pair with none is
+    // related, not linked.
+    let slip = ((SLIP * n as f64) as usize).min(MAX_MIN_ROWS - 1);
+    absent.retain(|&(_, i, j)| table[i * nb + j] <= slip);
     absent.sort_by(|x, y| y.0.total_cmp(&x.0).then((x.1, x.2).cmp(&(y.1, y.2))));
     let &(expected, i, j) = absent.first()?;
-    // Enough rows for a combination to count as held that those found are not, up to the cap.
-    let most = absent.iter().map(|&(_, i, j)| table[i * nb + j]).max().unwrap_or(0);
-    let min_rows = (most + 1).min(MAX_MIN_ROWS);
+    // Enough rows for a combination to count as held that those found are not.
+    let min_rows = 1 + absent.iter().map(|&(_, i, j)| table[i * nb + j]).max().unwrap_or(0);
     let ruled_out = table.iter().filter(|&&c| c < min_rows).count();
     let rule = match min_rows {
         1 => "Only combinations some row holds are kept".to_string(),
@@ -640,9 +790,9 @@ fn judge_pair(table: &[usize], a: &[(&str, usize)], b: &[(&str, usize)], names: 
          where {:.0} would be were the two unrelated. {rule}: {ruled_out} of the {} combinations are ruled out",
         absent.len(),
         names[0],
-        clip(a[i].0),
+        clip(&a[i]),
         names[1],
-        clip(b[j].0),
+        clip(&b[j]),
         table[i * nb + j],
         expected,
         na * nb
@@ -651,17 +801,20 @@ fn judge_pair(table: &[usize], a: &[(&str, usize)], b: &[(&str, usize)], names: 
 }
 
 /// The schema file.
+#[allow(clippy::too_many_arguments)] // reason: the draft's parts, each written once
 fn write_toml(
     file: &str,
     o: &DraftOptions,
     rows: usize,
     columns: &[Column],
     stats: &[Stats],
+    one_hot: &[OneHot],
     links: &[FoundLink],
     found: &[String],
+    placeholders: &[(String, usize)],
 ) -> String {
     let mut t = String::new();
-    let features = columns.iter().filter(|c| matches!(c.role, Role::Feature { .. })).count();
+    let features = columns.iter().filter(|c| matches!(c.role, Role::Feature { .. })).count() + one_hot.len();
     // Writing to a String cannot fail.
     let _ = writeln!(
         t,
@@ -675,11 +828,14 @@ fn write_toml(
     let _ = writeln!(t, "name = {}", quoted(&o.name));
     let protected: Vec<&str> = columns
         .iter()
-        .filter(|c| {
-            matches!(c.role, Role::Feature { kind: Kind::Categorical | Kind::Binary, .. })
-                && personal(&c.name, &PROTECTED)
+        .filter_map(|c| match &c.role {
+            Role::Feature { kind: Kind::Categorical | Kind::Binary, .. } => Some(c.name.as_str()),
+            Role::OneHot { feature } if one_hot.iter().any(|g| g.name == *feature && g.columns[0] == c.name) => {
+                Some(feature.as_str())
+            }
+            _ => None,
         })
-        .map(|c| c.name.as_str())
+        .filter(|name| personal(name, &PROTECTED))
         .collect();
     if !protected.is_empty() {
         let _ = writeln!(t, "# What `cent audit` groups people by: features whose names say they are protected.");
@@ -697,7 +853,17 @@ fn write_toml(
         for (name, reason) in &dropped {
             let _ = writeln!(t, "#   {}: {reason}", clip(name));
         }
-        let _ = writeln!(t, "dropped = {}", quoted_list(dropped.iter().map(|d| d.0)));
+        // A column whose name a read column has too is left out without a word of its own.
+        let read = |name: &str| columns.iter().any(|c| c.name == name && !matches!(c.role, Role::Dropped { .. }));
+        let mut listed: Vec<&str> = Vec::new();
+        for &(name, _) in &dropped {
+            if !read(name) && !listed.contains(&name) {
+                listed.push(name);
+            }
+        }
+        if !listed.is_empty() {
+            let _ = writeln!(t, "dropped = {}", quoted_list(listed));
+        }
     }
     let _ = writeln!(t, "\n[[source]]");
     let _ = writeln!(t, "# Relative to this file's directory; `--data` reads another file instead.");
@@ -714,10 +880,17 @@ fn write_toml(
         let held = |m: &String| stats.iter().map(|s| s.tokens.get(m).copied().unwrap_or(0)).sum::<usize>();
         let counts: Vec<String> = found.iter().map(|m| format!("`{}` {} times", clip(m), held(m))).collect();
         let _ = writeln!(t, "# Found in the file ({}): a row holding one is left out when loaded.", counts.join(", "));
+        for (value, rows) in placeholders {
+            let _ =
+                writeln!(t, "# `{}` fills {rows} rows, every column but at most one: rows of no data.", clip(value));
+        }
         let _ = writeln!(t, "missing = {}", quoted_list(found.iter().map(String::as_str)));
     }
     let _ = writeln!(t, "\n[target]");
     let _ = writeln!(t, "column = {}", quoted(&o.target));
+    if let Some(i) = repeated(columns, &o.target) {
+        let _ = writeln!(t, "index = {i}");
+    }
     let _ = writeln!(t, "favourable = {}", quoted(o.favourable.as_deref().unwrap_or("")));
     let target = columns.iter().zip(stats).find_map(|(c, s)| match &c.role {
         Role::Target { classes } => Some((classes, s)),
@@ -731,10 +904,17 @@ fn write_toml(
             classes.iter().map(|v| format!("{{ name = {}, values = [{}] }}", quoted(v), quoted(v))).collect();
         let _ = writeln!(t, "classes = [{}]", list.join(", "));
     }
-    for (c, s) in columns.iter().zip(stats) {
+    for (i, (c, s)) in columns.iter().zip(stats).enumerate() {
+        if let Some(group) = one_hot.iter().find(|g| g.columns[0] == c.name) {
+            write_one_hot(&mut t, group, columns, stats);
+            continue;
+        }
         let Role::Feature { kind, immutable } = c.role else { continue };
         let _ = writeln!(t, "\n[[feature]]");
         let _ = writeln!(t, "name = {}", quoted(&c.name));
+        if repeated(columns, &c.name).is_some() {
+            let _ = writeln!(t, "index = {i}");
+        }
         let _ = writeln!(t, "# {}", describe(kind, s));
         let kind_name = match kind {
             Kind::Continuous => "continuous",
@@ -762,6 +942,44 @@ fn write_toml(
         }
     }
     t
+}
+
+/// The position (0-based) of the first column named `name` when another column has its name
+/// too: the schema reads that column by position (`index`).
+fn repeated(columns: &[Column], name: &str) -> Option<usize> {
+    let mut at = columns.iter().enumerate().filter(|(_, c)| c.name == name).map(|(i, _)| i);
+    let first = at.next();
+    at.next().and(first)
+}
+
+/// A feature read from indicator columns.
+fn write_one_hot(t: &mut String, group: &OneHot, columns: &[Column], stats: &[Stats]) {
+    let ones = |name: &String| {
+        let at = columns.iter().position(|c| c.name == *name);
+        at.and_then(|i| stats[i].values.get("1")).copied().unwrap_or(0)
+    };
+    let mut counts: Vec<(&str, usize)> =
+        group.categories.iter().zip(&group.columns).map(|(c, name)| (c.as_str(), ones(name))).collect();
+    counts.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
+    let shown: Vec<String> = counts.iter().take(8).map(|(v, n)| format!("{} {n}", clip(v))).collect();
+    let more = if counts.len() > 8 { format!(", {} more", counts.len() - 8) } else { String::new() };
+    let _ = writeln!(t, "\n[[feature]]");
+    let _ = writeln!(t, "name = {}", quoted(&group.name));
+    let _ = writeln!(
+        t,
+        "# {} indicator columns, exactly one of them 1 in every row: one feature. Rows of each: {}{more}.",
+        group.columns.len(),
+        shown.join(", ")
+    );
+    let _ = writeln!(t, "kind = \"categorical\"");
+    let _ = writeln!(t, "one_hot = {}", quoted_list(group.columns.iter().map(String::as_str)));
+    let pairs: Vec<String> =
+        group.columns.iter().zip(&group.categories).map(|(c, v)| format!("{} = {}", quoted(c), quoted(v))).collect();
+    let _ = writeln!(t, "map = {{ {} }}", pairs.join(", "));
+    if group.immutable {
+        let _ = writeln!(t, "# A personal attribute, by its name: no answer changes it.");
+        let _ = writeln!(t, "mutability = \"immutable\"");
+    }
 }
 
 /// One line on a feature's values, for the comment above its kind.
@@ -883,14 +1101,57 @@ mod tests {
         let o = options("approved", "yes");
         let e = draft(b"a,,approved\n1,2,yes\n", "toy.csv", &o).unwrap_err().to_string();
         assert!(e.contains("column 2 has no name"), "{e}");
-        let e = draft(b"a,a,approved\n1,2,yes\n", "toy.csv", &o).unwrap_err().to_string();
-        assert!(e.contains("`a`") && e.contains("columns 1 and 2"), "{e}");
         let e = draft(b"a,b,approved\n1,2,yes\n1,2\n", "toy.csv", &o).unwrap_err().to_string();
         assert!(e.contains("toy.csv:3") && e.contains("expected 3 fields, found 2"), "{e}");
         let e = draft(b"", "toy.csv", &o).unwrap_err().to_string();
         assert!(e.contains("toy.csv"), "{e}");
         let e = draft(b"a,b,approved\n", "toy.csv", &o).unwrap_err().to_string();
         assert!(e.contains("toy.csv"), "{e}");
+    }
+
+    #[test]
+    fn test_a_name_given_twice_reads_the_first_column_by_position() {
+        let csv = "a,b,a,approved\n1.5,x,7,yes\n2.5,y,8,no\n3.5,z,9,yes\n4.5,x,7,no\n";
+        let d = draft(csv.as_bytes(), "toy.csv", &options("approved", "yes")).unwrap();
+        match &d.columns[2].role {
+            Role::Dropped { reason } => assert!(reason.contains("column 1 again"), "{reason}"),
+            other => panic!("kept as {other:?}"),
+        }
+        assert_eq!(d.schema.features[0].index, Some(0));
+        assert!(d.schema.dropped.is_empty());
+        assert_eq!(d.report.kept, 4);
+    }
+
+    #[test]
+    fn test_a_mostly_missing_column_is_left_out_and_placeholder_rows_are_missing() {
+        let mut csv = String::from("a,b,c,d,e,note,approved\n");
+        for i in 0..1000 {
+            let note = if i % 3 == 0 { "seen" } else { "" };
+            match i % 50 {
+                // A row of no data: -9 in every column but the target.
+                0 => csv += &format!("-9,-9,-9,-9,-9,-9,{}\n", ["no", "yes"][i % 2]),
+                _ => {
+                    csv += &format!(
+                        "{}.5,{},{},{},{},{note},{}\n",
+                        i,
+                        i % 7,
+                        i % 5,
+                        i % 3,
+                        i % 11,
+                        ["no", "yes"][i / 3 % 2]
+                    )
+                }
+            }
+        }
+        let d = draft(csv.as_bytes(), "toy.csv", &options("approved", "yes")).unwrap();
+        assert_eq!(d.placeholders, [("-9".to_string(), 20)]);
+        assert_eq!(d.missing, ["-9"]);
+        match role(&d, "note") {
+            Role::Dropped { reason } => assert!(reason.contains("missing in"), "{reason}"),
+            other => panic!("kept as {other:?}"),
+        }
+        assert_eq!(role(&d, "b"), &Role::Feature { kind: Kind::Integer, immutable: false });
+        assert_eq!((d.report.read, d.report.missing, d.report.kept), (1000, 20, 980));
     }
 
     #[test]
@@ -1025,6 +1286,36 @@ mod tests {
         assert_eq!(source("/a/loans.csv", "/a/b/c/loans.toml"), "../../loans.csv");
         assert_eq!(source("/a/b/c/loans.csv", "/a/loans.toml"), "b/c/loans.csv");
         assert_eq!(source_for(Path::new("x/loans.csv"), None), "x/loans.csv");
+    }
+
+    #[test]
+    fn test_indicator_columns_of_one_category_become_one_feature() {
+        // `job_*`: exactly one 1 in every row; `flag_*`: both 1 in some rows; `sex=*`: one.
+        let mut s = String::from("income,job_clerk,job_nurse,job_driver,flag_a,flag_b,sex=f,sex=m,ok\n");
+        for i in 0..120 {
+            let job = i % 3;
+            let hot = |k: usize| u8::from(job == k);
+            let (a, b) = (i % 2, i % 5 / 4);
+            let f = i % 7 % 2;
+            s +=
+                &format!("{i}.5,{},{},{},{a},{b},{f},{},{}\n", hot(0), hot(1), hot(2), 1 - f, ["no", "yes"][i / 2 % 2]);
+        }
+        let d = draft(s.as_bytes(), "toy.csv", &options("ok", "yes")).unwrap();
+        let groups: Vec<(&str, Vec<&str>, bool)> = d
+            .one_hot
+            .iter()
+            .map(|g| (g.name.as_str(), g.categories.iter().map(String::as_str).collect(), g.immutable))
+            .collect();
+        assert_eq!(groups, [("job", vec!["clerk", "nurse", "driver"], false), ("sex", vec!["f", "m"], true)]);
+        assert_eq!(role(&d, "job_nurse"), &Role::OneHot { feature: "job".into() });
+        assert_eq!(role(&d, "flag_a"), &Role::Feature { kind: Kind::Binary, immutable: false });
+        let names: Vec<&str> = d.schema.features.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["income", "job", "flag_a", "flag_b", "sex"]);
+        assert_eq!(d.schema.protected, ["sex"]);
+        assert_eq!(d.report.kept, 120);
+        let table = Table::read(&d.schema, &[Input { name: "toy.csv".into(), bytes: s.into_bytes(), skip_lines: 0 }]);
+        let attributes = table.unwrap().attributes().to_vec();
+        assert_eq!(attributes[1].categories, ["clerk", "driver", "nurse"]);
     }
 
     #[test]
