@@ -435,10 +435,9 @@ pub fn source_for(data: &Path, schema: Option<&Path>) -> String {
 /// Drafts a schema for the CSV `bytes` (`file` names it in errors and comments).
 ///
 /// # Errors
-/// [`DraftError`]: the file is not readable CSV or its header is not a schema's (a column with
-/// no name, or two of one name), the target is not a column or holds too few or too many
-/// values, the favourable value is missing or not one of them, or no column is left to be a
-/// feature.
+/// [`DraftError`]: the file is not readable CSV (or has no rows, or a column with no name), the
+/// target is not a column or holds too few or too many values, the favourable value is missing
+/// or not one of them, or no column is left to be a feature.
 pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftError> {
     if !o.delimiter.is_ascii() {
         return Err(DraftError::Delimiter(char::from(o.delimiter).to_string()));
