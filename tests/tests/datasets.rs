@@ -205,6 +205,12 @@ fn test_heloc_drafts_its_rows_of_no_data_as_missing() {
     assert_eq!(d.placeholders, [("-9".to_string(), 588)]);
     // As the built-in schema: 598 rows with a -9 left out, 9,861 kept.
     assert_eq!((d.report.missing, d.report.kept), (598, 9_861));
+    // Its -7 and -8, below every real value, are offered as codes to complete.
+    let delinquency = d.toml.split("[[feature]]").find(|f| f.contains("name = \"MSinceMostRecentDelq\"")).unwrap();
+    assert!(
+        delinquency.contains("# codes = { \"-8\" = \"what -8 means\", \"-7\" = \"what -7 means\" }"),
+        "{delinquency}"
+    );
 }
 
 #[test]

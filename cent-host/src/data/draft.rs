@@ -915,6 +915,9 @@ fn write_toml(
             let _ = writeln!(t, "index = {i}");
         }
         let _ = writeln!(t, "# {}", describe(kind, s));
+        if let Some(hint) = codes_hint(kind, s) {
+            let _ = writeln!(t, "{hint}");
+        }
         let kind_name = match kind {
             Kind::Continuous => "continuous",
             Kind::Integer => "integer",
@@ -979,6 +982,28 @@ fn write_one_hot(t: &mut String, group: &OneHot, columns: &[Column], stats: &[St
         let _ = writeln!(t, "# A personal attribute, by its name: no answer changes it.");
         let _ = writeln!(t, "mutability = \"immutable\"");
     }
+}
+
+/// For a whole-number feature whose few negative values sit below amounts that are never
+/// negative (HELOC's -7 "no delinquency", -8 "no usable trades"): a commented `codes` line
+/// to complete, since a state is not an amount an answer may move to.
+fn codes_hint(kind: Kind, s: &Stats) -> Option<String> {
+    if kind != Kind::Integer || s.more {
+        return None;
+    }
+    let values = s.sorted();
+    let negative: Vec<(&str, usize)> = values.iter().copied().filter(|(v, _)| number(v) < 0.0).collect();
+    let amounts = values.len() - negative.len();
+    if negative.is_empty() || negative.len() > 3 || amounts < 2 * negative.len() {
+        return None;
+    }
+    let held: Vec<String> = negative.iter().map(|(v, n)| format!("{v} ({n} rows)")).collect();
+    let codes: Vec<String> = negative.iter().map(|(v, _)| format!("{} = \"what {v} means\"", quoted(v))).collect();
+    Some(format!(
+        "# {} below values never negative: if a state, not an amount, say what each means:\n# codes = {{ {} }}",
+        held.join(" and "),
+        codes.join(", ")
+    ))
 }
 
 /// One line on a feature's values, for the comment above its kind.
@@ -1150,6 +1175,10 @@ mod tests {
             other => panic!("kept as {other:?}"),
         }
         assert_eq!(role(&d, "b"), &Role::Feature { kind: Kind::Integer, immutable: false });
+        // A value below amounts that are never negative is offered as a code to complete.
+        let csv = csv.replacen(",3,", ",-7,", 3);
+        let d = draft(csv.as_bytes(), "toy.csv", &options("approved", "yes")).unwrap();
+        assert!(d.toml.contains("# codes = { \"-7\" = \"what -7 means\" }"), "{}", d.toml);
         assert_eq!((d.report.read, d.report.missing, d.report.kept), (1000, 20, 980));
     }
 
