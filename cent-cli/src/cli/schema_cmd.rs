@@ -112,7 +112,7 @@ fn summary(file: &str, args: &SchemaArgs, d: &Draft) {
                 d.schema.target.favourable
             ),
             Role::Feature { kind, immutable } => {
-                let kind = format!("{kind:?}").to_lowercase();
+                let kind = kind.name();
                 let fixed = if *immutable { ", immutable" } else { "" };
                 features.push(format!("{} ({kind}{fixed})", c.name));
             }

@@ -60,7 +60,7 @@ const PERSONAL: [&str; 11] =
 const PROTECTED: [&str; 7] = ["sex", "gender", "race", "ethnicity", "ethnic", "nationality", "religion"];
 /// The largest share of the rows a feature may be missing in: a column missing in more is
 /// left out, since a row missing a feature is left out.
-const MOSTLY_PRESENT: f64 = 0.1;
+const MOST_MISSING: f64 = 0.1;
 /// The share of the rows a negative number must fill to be read as a row of no data.
 const PLACEHOLDER_ROWS: f64 = 0.005;
 /// The most values an integer feature may have to be judged for links (codes of a status,
@@ -245,7 +245,7 @@ impl Stats {
             return;
         }
         self.present += 1;
-        if let Some(v) = text.parse::<f64>().ok().filter(|v| v.is_finite()) {
+        if let Some(v) = super::table::finite(text) {
             self.numbers += 1;
             self.whole += usize::from(v.fract() == 0.0 && v.abs() < 9.0e15);
             self.min = self.min.min(v);
@@ -282,8 +282,9 @@ impl Stats {
     }
 }
 
+/// A value as a number, NaN when it is none (as [`Stats::add`] counts numbers: finite ones).
 fn number(text: &str) -> f64 {
-    text.parse::<f64>().unwrap_or(f64::NAN)
+    super::table::finite(text).unwrap_or(f64::NAN)
 }
 
 /// The kind the values of a column of `rows` call for, or why it is left out.
@@ -292,7 +293,7 @@ fn judge(name: &str, s: &Stats, rows: usize) -> Result<Kind, String> {
     if s.present == 0 {
         return Err("every value is missing".into());
     }
-    if (s.present as f64) < (1.0 - MOSTLY_PRESENT) * rows as f64 {
+    if (s.present as f64) < (1.0 - MOST_MISSING) * rows as f64 {
         return Err(format!(
             "missing in {} of {rows} rows: as a feature it would leave those rows out",
             rows - s.present
@@ -918,13 +919,7 @@ fn write_toml(
         if let Some(hint) = codes_hint(kind, s) {
             let _ = writeln!(t, "{hint}");
         }
-        let kind_name = match kind {
-            Kind::Continuous => "continuous",
-            Kind::Integer => "integer",
-            Kind::Binary => "binary",
-            Kind::Categorical => "categorical",
-        };
-        let _ = writeln!(t, "kind = \"{kind_name}\"");
+        let _ = writeln!(t, "kind = \"{}\"", kind.name());
         if kind == Kind::Binary {
             let values: Vec<(&str, usize)> = s.sorted();
             let _ = writeln!(t, "categories = {}", quoted_list(values.iter().map(|v| v.0)));

@@ -176,6 +176,18 @@ pub enum Kind {
     Categorical,
 }
 
+impl Kind {
+    /// The name used in schema files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Continuous => "continuous",
+            Kind::Integer => "integer",
+            Kind::Binary => "binary",
+            Kind::Categorical => "categorical",
+        }
+    }
+}
+
 impl From<Kind> for core::Kind {
     fn from(kind: Kind) -> Self {
         match kind {

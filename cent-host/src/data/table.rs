@@ -595,7 +595,7 @@ fn one_hot_column<'r>(
     }
 }
 
-fn finite(text: &str) -> Option<f64> {
+pub(super) fn finite(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
