@@ -209,6 +209,41 @@ impl Support {
         self.links.iter().filter(|l| !l.settled(&self.features, x, cand)).count()
     }
 
+    /// The links that tie changes of the move from `x` to `cand` into one, each as its changed
+    /// features (positions, in the link's order): a link ties them when setting one of them
+    /// back to `x`'s value alone would break it (a one-to-one pair split, a combination too few
+    /// training rows hold). Changes of one link that each hold without the others are not tied:
+    /// each was made for its own sake (a divorcee who moves out of a household of their own
+    /// could do either alone). Empty when `x` or `cand` has the wrong length.
+    pub fn ties(&self, x: &[f32], cand: &[f32]) -> Vec<Vec<usize>> {
+        if x.len() != self.n_cols || cand.len() != self.n_cols {
+            return Vec::new();
+        }
+        let mut back = cand.to_vec();
+        let mut out = Vec::new();
+        for l in &self.links {
+            let moved: Vec<usize> = l
+                .features
+                .iter()
+                .copied()
+                .filter(|&j| self.features.get(j).is_some_and(|f| x.get(f.columns()) != cand.get(f.columns())))
+                .collect();
+            if moved.len() < 2 {
+                continue;
+            }
+            let tied = moved.iter().any(|&j| {
+                let cols = self.features[j].columns();
+                back.copy_from_slice(cand);
+                back[cols.clone()].copy_from_slice(&x[cols]);
+                !l.settled(&self.features, x, &back)
+            });
+            if tied {
+                out.push(moved);
+            }
+        }
+        out
+    }
+
     /// Among the observed-support features whose value changed from `x` to `cand`, how many
     /// hold a value no training row has, and how many changed: `(unseen, changed)`.
     ///
@@ -886,6 +921,55 @@ age,gain,hours,status,role,sex,edu,years,y
         assert!(t.support.repair(&x, &mut cand));
         let col = t.encoding.feature(YEARS).unwrap().col as usize;
         assert_eq!(cand[col].to_bits(), t.row(3)[col].to_bits());
+    }
+
+    #[test]
+    fn test_ties_are_the_changes_a_link_needs_together() {
+        let t = toy();
+        // A husband who divorces and lives alone: divorced husbands and married men alone
+        // never occur, so the two changes are one move.
+        let x = t.row(0);
+        let cand = t.with(0, &[(STATUS, t.cat(STATUS, "divorced")), (ROLE, t.cat(ROLE, "alone"))]);
+        assert_eq!(t.support.ties(&x, &cand), [vec![STATUS, ROLE]]);
+        // A one-to-one pair moved together is tied; a feature outside every link is not.
+        let cand = t.with(0, &[(EDU, t.cat(EDU, "ma")), (YEARS, Value::Number(18.0)), (AGE, Value::Number(31.0))]);
+        assert_eq!(t.support.ties(&x, &cand), [vec![EDU, YEARS]]);
+        // One change of a link ties nothing, and rows of the wrong length give no ties.
+        let cand = t.with(0, &[(STATUS, t.cat(STATUS, "single"))]);
+        assert!(t.support.ties(&x, &cand).is_empty());
+        assert!(t.support.ties(&x[1..], &cand).is_empty() && t.support.ties(&x, &x).is_empty());
+
+        // Two changes of one link, each a combination people have alone: not tied.
+        let schema = r#"
+name = "pairs"
+[target]
+column = "y"
+classes = [{ name = "0", values = ["0"] }, { name = "1", values = ["1"] }]
+favourable = "1"
+[[feature]]
+name = "a"
+kind = "categorical"
+categories = ["p", "q", "r"]
+[[feature]]
+name = "b"
+kind = "categorical"
+categories = ["u", "v"]
+[[link]]
+kind = "observed_combinations"
+features = ["a", "b"]
+"#;
+        let csv = "a,b,y\np,u,0\np,v,1\nq,u,0\nq,v,1\nr,u,1\n";
+        let schema = Schema::from_toml(schema, "pairs.toml").unwrap();
+        let input = Input { name: "pairs.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
+        let table = Table::read(&schema, &[input]).unwrap();
+        let all: Vec<usize> = (0..table.len()).collect();
+        let encoding = Encoding::fit(&table, &all).unwrap();
+        let support = Support::new(&encoding, &encoding.encode_rows(&table, &all).unwrap().data);
+        let row = |i: usize| encoding.encode_row(table.row(i)).unwrap();
+        // p,u -> q,v: q,u and p,v both occur.
+        assert!(support.ties(&row(0), &row(3)).is_empty());
+        // q,v -> r,u: r,v never occurs, so the move of a needs the move of b.
+        assert_eq!(support.ties(&row(3), &row(4)), [vec![0, 1]]);
     }
 
     #[test]

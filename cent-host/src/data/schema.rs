@@ -358,41 +358,6 @@ pub struct Link {
     pub min_rows: usize,
 }
 
-impl Link {
-    /// `features` (positions, in order) gathered by `links`: each feature in the order given,
-    /// followed at once by those it is linked to, directly or through other linked features
-    /// of the list, in the order given. Features no link joins stand alone. Every feature
-    /// appears once, in exactly one group.
-    pub fn together(links: &[Link], features: &[usize]) -> Vec<Vec<usize>> {
-        let mut placed = vec![false; features.len()];
-        let mut groups = Vec::new();
-        for start in 0..features.len() {
-            if placed[start] {
-                continue;
-            }
-            placed[start] = true;
-            let mut group = vec![features[start]];
-            let mut next = 0;
-            while next < group.len() {
-                let j = group[next];
-                next += 1;
-                for (i, &k) in features.iter().enumerate() {
-                    let joined = links.iter().any(|l| l.features.contains(&j) && l.features.contains(&k));
-                    if !placed[i] && joined {
-                        placed[i] = true;
-                        group.push(k);
-                    }
-                }
-            }
-            let first = group.remove(0);
-            group.sort_by_key(|k| features.iter().position(|f| f == k));
-            group.insert(0, first);
-            groups.push(group);
-        }
-        groups
-    }
-}
-
 /// Category moves `from` any of a list `to` any of a list.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -731,17 +696,6 @@ kind = "continuous"
             Err(SchemaError::Invalid { problem, .. }) => problem,
             other => panic!("expected an Invalid error, got {other:?}"),
         }
-    }
-
-    #[test]
-    fn test_linked_features_are_gathered_behind_the_first() {
-        let link = |kind, features: &[usize]| Link { kind, features: features.to_vec(), min_rows: 1 };
-        let links = [link(LinkKind::OneToOne, &[1, 4]), link(LinkKind::ObservedCombinations, &[4, 6, 7])];
-        // 6 joins 1 through 4; 2 and 9 stand alone; the order given is kept within a group.
-        assert_eq!(Link::together(&links, &[1, 2, 6, 9, 4]), [vec![1, 6, 4], vec![2], vec![9]]);
-        assert_eq!(Link::together(&links, &[2, 7, 6]), [vec![2], vec![7, 6]]);
-        assert_eq!(Link::together(&[], &[3, 1]), [vec![3], vec![1]]);
-        assert!(Link::together(&links, &[]).is_empty());
     }
 
     #[test]

@@ -203,8 +203,10 @@ pub struct Change {
     /// own may be left).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_means: Option<String>,
-    /// The other changed features the schema's links tie this one to (directly or through
-    /// another changed feature): one move, listed right after the first of them.
+    /// The other changed features a schema link ties this one to in this answer (directly or
+    /// through another changed feature): set back alone, one of them would break the link (a
+    /// combination too few people have), so they are one move, listed right after the first of
+    /// them ([`Support::ties`]). Changes of linked features that each hold alone are not tied.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub linked: Vec<String>,
 }
@@ -861,14 +863,14 @@ impl<'a> Explainer<'a> {
         self.agreement(&Around::new(&self.nearby, x), x_new, targets).first().copied().unwrap_or(0.0)
     }
 
-    /// Before/after of each changed feature, in decoded units, in schema order but for linked
-    /// features, which follow the first of them ([`Link::together`](crate::data::Link::together)).
+    /// Before/after of each changed feature, in decoded units, in schema order but for the
+    /// changes a link ties into one move ([`Support::ties`]), which follow the first of them.
     pub fn changes(&self, x: &[f32], cand: &[f32]) -> Vec<Change> {
         let (Ok(before), Ok(after)) = (self.encoding.decode(x), self.encoding.decode(cand)) else { return Vec::new() };
         let names = self.encoding.attributes();
         let changed: Vec<usize> = counterfactual::changed_features(&self.schema, x, cand).collect();
         let mut out = Vec::with_capacity(changed.len());
-        for group in crate::data::Link::together(self.encoding.links(), &changed) {
+        for group in together(&self.support.ties(x, cand), &changed) {
             for &j in &group {
                 out.push(Change {
                     feature: names[j].name.clone(),
@@ -882,6 +884,38 @@ impl<'a> Explainer<'a> {
         }
         out
     }
+}
+
+/// `features` (positions, in order) gathered by `ties` (sets of features that move as one):
+/// each feature in the order given, followed at once by those a tie joins it to, directly or
+/// through other features of the list, in the order given. Features no tie joins stand alone.
+/// Every feature appears once, in exactly one group.
+fn together(ties: &[Vec<usize>], features: &[usize]) -> Vec<Vec<usize>> {
+    let mut placed = vec![false; features.len()];
+    let mut groups = Vec::new();
+    for start in 0..features.len() {
+        if placed[start] {
+            continue;
+        }
+        placed[start] = true;
+        let mut group = vec![features[start]];
+        let mut next = 0;
+        while next < group.len() {
+            let j = group[next];
+            next += 1;
+            for (i, &k) in features.iter().enumerate() {
+                if !placed[i] && ties.iter().any(|t| t.contains(&j) && t.contains(&k)) {
+                    placed[i] = true;
+                    group.push(k);
+                }
+            }
+        }
+        let first = group.remove(0);
+        group.sort_by_key(|k| features.iter().position(|f| f == k));
+        group.insert(0, first);
+        groups.push(group);
+    }
+    groups
 }
 
 /// Squared Euclidean distance of two encoded rows.
@@ -1001,6 +1035,16 @@ categories = ["u", "v"]
     /// Brute force over the pool and the query: the share of a point's [`AGREEMENT_K`] nearest
     /// people (a pool row before the query at equal distance; the query left out when a pool
     /// row holds its values) that the model puts in "yes".
+    #[test]
+    fn test_tied_features_are_gathered_behind_the_first() {
+        let ties = [vec![1, 4], vec![4, 6, 7]];
+        // 6 joins 1 through 4; 2 and 9 stand alone; the order given is kept within a group.
+        assert_eq!(together(&ties, &[1, 2, 6, 9, 4]), [vec![1, 6, 4], vec![2], vec![9]]);
+        assert_eq!(together(&ties, &[2, 7, 6]), [vec![2], vec![7, 6]]);
+        assert_eq!(together(&[], &[3, 1]), [vec![3], vec![1]]);
+        assert!(together(&ties, &[]).is_empty());
+    }
+
     #[test]
     fn test_two_threads_gives_each_step_its_result_and_runs_the_rest_on_the_helper() {
         use std::sync::atomic::AtomicBool;
