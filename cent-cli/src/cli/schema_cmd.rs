@@ -1,7 +1,7 @@
 //! `cent schema`: a first schema for a CSV file of one's own, each choice with its reason.
 
 use anyhow::{Context, Result};
-use cent_host::data::draft::{Draft, DraftError, DraftOptions, Role, draft, source_for};
+use cent_host::data::draft::{Draft, DraftError, DraftOptions, Role, draft_with, source_for};
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,7 +41,8 @@ pub struct SchemaArgs {
     /// The dataset's name (default: the file's name without its extension).
     #[arg(long)]
     name: Option<String>,
-    /// No summary on stderr.
+    /// No summary and no progress bars on stderr (a bar per pass over the file is drawn only
+    /// on a terminal).
     #[arg(long, short)]
     quiet: bool,
 }
@@ -79,7 +80,7 @@ pub fn run(args: &SchemaArgs) -> Result<ExitCode> {
         target: args.target.clone(),
         favourable: args.favourable.clone(),
     };
-    let d = draft(&bytes, &file, &options).map_err(|e| match e {
+    let d = draft_with(&bytes, &file, &options, &super::progress::Bars::new(args.quiet)).map_err(|e| match e {
         DraftError::NoTarget { .. }
         | DraftError::Favourable { .. }
         | DraftError::NoFavourable { .. }

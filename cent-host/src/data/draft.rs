@@ -20,6 +20,7 @@
 
 use super::schema::{Kind, LinkKind, Schema};
 use super::table::{Input, LoadError, LoadReport, Table};
+use crate::progress::{Progress, Silent};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -367,12 +368,9 @@ fn quoted_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
 }
 
 /// Reads the file's rows: the column names, and `visit` for each data row.
-fn read(
-    bytes: &[u8],
-    file: &str,
-    o: &DraftOptions,
-    mut visit: impl FnMut(&csv::StringRecord),
-) -> Result<Vec<String>, DraftError> {
+fn read(f: &Csv<'_>, label: &str, mut visit: impl FnMut(&csv::StringRecord)) -> Result<Vec<String>, DraftError> {
+    let &Csv { bytes, file, o, progress } = f;
+    let stage = Stage::begin(progress, label, bytes.len());
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -407,9 +405,49 @@ fn read(
                 LoadError::FieldCount { file: file.into(), line, expected: names.len(), found: record.len() }.into()
             );
         }
+        stage.at(record.position().map_or(0, csv::Position::byte));
         visit(&record);
     }
     Ok(names)
+}
+
+/// The CSV a draft reads, how to read it, and where its passes are reported.
+struct Csv<'a> {
+    bytes: &'a [u8],
+    file: &'a str,
+    o: &'a DraftOptions,
+    progress: &'a dyn Progress,
+}
+
+/// A pass over the file reported in whole mebibytes; the stage ends when the pass does, by
+/// an error too.
+struct Stage<'p> {
+    progress: &'p dyn Progress,
+    reported: std::cell::Cell<u64>,
+}
+
+impl<'p> Stage<'p> {
+    const MIB: u64 = 1 << 20;
+
+    fn begin(progress: &'p dyn Progress, label: &str, bytes: usize) -> Self {
+        progress.begin(label, (bytes as u64).div_ceil(Self::MIB), "MiB");
+        Stage { progress, reported: std::cell::Cell::new(0) }
+    }
+
+    /// The pass has read up to byte `at`.
+    fn at(&self, at: u64) {
+        let done = at / Self::MIB;
+        if done > self.reported.get() {
+            self.progress.advance(done - self.reported.get());
+            self.reported.set(done);
+        }
+    }
+}
+
+impl Drop for Stage<'_> {
+    fn drop(&mut self) {
+        self.progress.end();
+    }
 }
 
 /// `data` as the `[[source]] file` of a schema written to `schema`: relative to the schema's
@@ -440,10 +478,20 @@ pub fn source_for(data: &Path, schema: Option<&Path>) -> String {
 /// target is not a column or holds too few or too many values, the favourable value is missing
 /// or not one of them, or no column is left to be a feature.
 pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftError> {
+    draft_with(bytes, file, o, &Silent)
+}
+
+/// [`draft`], reporting each pass over the file to `progress` (in MiB read) and the last
+/// check, the file loaded with the draft, as one stage of one step.
+///
+/// # Errors
+/// As [`draft`].
+pub fn draft_with(bytes: &[u8], file: &str, o: &DraftOptions, progress: &dyn Progress) -> Result<Draft, DraftError> {
     if !o.delimiter.is_ascii() {
         return Err(DraftError::Delimiter(char::from(o.delimiter).to_string()));
     }
-    let placeholders = placeholders(bytes, file, o)?;
+    let f = Csv { bytes, file, o, progress };
+    let placeholders = placeholders(&f)?;
     let missing: Vec<String> = {
         let mut m: Vec<String> = MISSING_TOKENS.iter().map(|t| t.to_string()).collect();
         let given = o.missing.iter().chain(placeholders.iter().map(|(v, _)| v));
@@ -456,7 +504,7 @@ pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftE
     };
     let mut stats: Vec<Stats> = Vec::new();
     let mut rows = 0;
-    let names = read(bytes, file, o, |record| {
+    let names = read(&f, "draft: values", |record| {
         if stats.is_empty() {
             stats = (0..record.len()).map(|_| Stats::new()).collect();
         }
@@ -503,7 +551,7 @@ pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftE
             .collect();
         return Err(DraftError::NoFeatures { file: file.into(), dropped: dropped.join("; ") });
     }
-    let (one_hot, coded, unjudged) = second_pass(bytes, file, o, &columns, &stats, &missing, rows)?;
+    let (one_hot, coded, unjudged) = second_pass(&f, &columns, &stats, &missing, rows)?;
     for group in &one_hot {
         for name in &group.columns {
             if let Some(c) = columns.iter_mut().find(|c| c.name == *name) {
@@ -516,17 +564,22 @@ pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftE
     let origin = format!("{} (drafted)", o.name);
     let schema = Schema::from_toml(&toml, &origin).map_err(|e| DraftError::Invalid(e.to_string()))?;
     let input = Input { name: file.to_string(), bytes: bytes.to_vec(), skip_lines: 0 };
-    let table = Table::read(&schema, &[input]).map_err(|e| DraftError::Invalid(e.to_string()))?;
+    let table = {
+        let check = Stage::begin(progress, "draft: loading with it", bytes.len());
+        let table = Table::read(&schema, &[input]).map_err(|e| DraftError::Invalid(e.to_string()))?;
+        check.at(bytes.len() as u64);
+        table
+    };
     Ok(Draft { toml, schema, columns, one_hot, links, missing: found, placeholders, report: table.report(), unjudged })
 }
 
 /// Negative numbers that fill whole rows (every column but at most one, of five or more),
 /// in at least [`PLACEHOLDER_ROWS`] of them: a row of no data (HELOC's -9, "no bureau
 /// record"), read as missing; each with the rows it fills.
-fn placeholders(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Vec<(String, usize)>, DraftError> {
+fn placeholders(f: &Csv<'_>) -> Result<Vec<(String, usize)>, DraftError> {
     let mut filled: BTreeMap<String, usize> = BTreeMap::new();
     let mut rows = 0usize;
-    read(bytes, file, o, |record| {
+    read(f, "draft: rows of no data", |record| {
         rows += 1;
         if record.len() < 5 {
             return;
@@ -625,9 +678,7 @@ fn one_hot_candidates(columns: &[Column], stats: &[Stats], rows: usize) -> Vec<(
 /// 1 in every row), and every feature judged for links with its codes, in file order (a group
 /// at its first column).
 fn second_pass(
-    bytes: &[u8],
-    file: &str,
-    o: &DraftOptions,
+    f: &Csv<'_>,
     columns: &[Column],
     stats: &[Stats],
     missing: &[String],
@@ -640,7 +691,7 @@ fn second_pass(
     let mut codes: Vec<Vec<u8>> = vec![Vec::with_capacity(rows); plain.len()];
     let mut hot: Vec<Vec<u8>> = vec![Vec::with_capacity(rows); groups.len()];
     let mut valid = vec![true; groups.len()];
-    read(bytes, file, o, |record| {
+    read(f, "draft: groups and links", |record| {
         for (((i, _), map), out) in plain.iter().zip(&index).zip(codes.iter_mut()) {
             let text = record.get(*i).unwrap_or("");
             let missing = text.is_empty() || missing.iter().any(|m| m == text);
@@ -1126,6 +1177,59 @@ mod tests {
         assert!(e.contains("toy.csv"), "{e}");
         let e = draft(b"a,b,approved\n", "toy.csv", &o).unwrap_err().to_string();
         assert!(e.contains("toy.csv"), "{e}");
+    }
+
+    /// Records the stages a draft reports and the MiB they advance.
+    #[derive(Default)]
+    struct Stages(std::cell::RefCell<Vec<(String, u64, u64, bool)>>);
+
+    impl Progress for Stages {
+        fn begin(&self, label: &str, total: u64, _unit: &str) {
+            self.0.borrow_mut().push((label.to_string(), total, 0, false));
+        }
+        fn advance(&self, steps: u64) {
+            if let Some(s) = self.0.borrow_mut().last_mut() {
+                s.2 += steps;
+            }
+        }
+        fn end(&self) {
+            if let Some(s) = self.0.borrow_mut().last_mut() {
+                s.3 = true;
+            }
+        }
+    }
+
+    #[test]
+    fn test_each_pass_over_the_file_is_a_stage_that_ends_even_on_error() {
+        // Over 3 MiB: each pass advances by the whole mebibytes it reads, never past the total.
+        let csv = mixed(60_000);
+        let mib = (csv.len() as u64).div_ceil(1 << 20);
+        assert!(mib >= 3, "{mib}");
+        let stages = Stages::default();
+        let d = draft_with(csv.as_bytes(), "toy.csv", &options("approved", "yes"), &stages).unwrap();
+        assert_eq!(
+            d.toml,
+            draft(csv.as_bytes(), "toy.csv", &options("approved", "yes")).unwrap().toml,
+            "reporting changes nothing"
+        );
+        let seen = stages.0.into_inner();
+        let labels: Vec<&str> = seen.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["draft: rows of no data", "draft: values", "draft: groups and links", "draft: loading with it"]
+        );
+        for (label, total, done, ended) in &seen {
+            assert!(
+                *total == mib && *done + 1 >= mib && done <= total && *ended,
+                "{label}: {done}/{total}, ended {ended}"
+            );
+        }
+        // A bad row stops the first pass; its stage still ends.
+        let stages = Stages::default();
+        assert!(draft_with(b"a,b,approved\n1,2,yes\n1,2\n", "toy.csv", &options("approved", "yes"), &stages).is_err());
+        let seen = stages.0.into_inner();
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].3, "the stage ended");
     }
 
     #[test]
