@@ -46,6 +46,8 @@ pub enum SurrogateError {
     TooManyClasses { classes: usize },
     #[error("{columns} columns: a tree splits on at most {cap}")]
     TooManyColumns { columns: usize, cap: usize },
+    #[error("{weights} weight(s) for {rows} row(s), each at least 1, {cap} in all at most")]
+    Weights { weights: usize, rows: usize, cap: u64 },
 }
 
 impl TreeParams {
@@ -110,19 +112,19 @@ impl Surrogate {
 struct Split {
     col: usize,
     threshold: f32,
-    /// Rows going left (they come first in the segment after partitioning).
-    left: usize,
     /// Information gain times rows (higher is better).
     gain: f64,
 }
 
-/// A node under construction: its segment of the row orders, its depth, and its class counts
-/// (in all, and among the rows where each indicator column is 1).
+/// A node under construction: its segment of the row orders, its depth, its rows (weighted)
+/// and their class counts (in all, and among the rows where each indicator column is 1).
 #[derive(Debug, Clone)]
 struct Open {
     node: usize,
     start: usize,
     end: usize,
+    /// Rows, each counted by its weight: the sum of `counts`.
+    size: usize,
     depth: usize,
     split: Option<Split>,
     counts: Vec<usize>,
@@ -145,7 +147,34 @@ pub fn fit(
 ) -> Result<Surrogate, SurrogateError> {
     let params = params.check()?;
     let n = check_data(rows, columns, labels, classes)?;
-    let mut g = Grower::new(rows, columns, labels, classes, allowed, params, n);
+    let mut g = Grower::new(rows, columns, labels, vec![1; n], classes, allowed, params);
+    g.grow();
+    Ok(Surrogate { bytes: g.emit(), classes, columns })
+}
+
+/// [`fit`] on distinct rows, each standing for `weights[i]` equal rows: the very tree (the
+/// same bytes) [`fit`] grows on the rows repeated that many times, for the work of the
+/// distinct ones. Counts, sizes, `min_leaf` and the leaves' samples are in weighted rows.
+///
+/// # Errors
+/// As [`fit`], and [`SurrogateError::Weights`] when there is not one weight of at least 1 per
+/// row, or the weights add up to more than `u32::MAX`.
+pub fn fit_weighted(
+    rows: &[f32],
+    columns: usize,
+    labels: &[usize],
+    weights: &[u32],
+    classes: usize,
+    allowed: &[bool],
+    params: TreeParams,
+) -> Result<Surrogate, SurrogateError> {
+    let params = params.check()?;
+    let n = check_data(rows, columns, labels, classes)?;
+    let cap = u64::from(u32::MAX);
+    if weights.len() != n || weights.contains(&0) || weights.iter().map(|&w| u64::from(w)).sum::<u64>() > cap {
+        return Err(SurrogateError::Weights { weights: weights.len(), rows: n, cap });
+    }
+    let mut g = Grower::new(rows, columns, labels, weights.to_vec(), classes, allowed, params);
     g.grow();
     Ok(Surrogate { bytes: g.emit(), classes, columns })
 }
@@ -191,6 +220,8 @@ struct Grower<'a> {
     rows: &'a [f32],
     columns: usize,
     labels: Vec<u8>,
+    /// How many equal rows each row stands for (1 each for [`fit`]).
+    weights: Vec<u32>,
     classes: usize,
     params: TreeParams,
     /// Columns that may be split on, in column order (the order ties are broken in).
@@ -205,7 +236,7 @@ struct Grower<'a> {
     /// Per row, the indicator columns set in it (compressed rows: `ones_at[r]..ones_at[r + 1]`).
     ones_at: Vec<usize>,
     ones_of: Vec<u32>,
-    /// `x log2 x` for `x` in `0..=n`.
+    /// `x log2 x` for `x` in `0..=` the weighted row count.
     xlogx: Cow<'static, [f64]>,
     nodes: Vec<Node>,
     goes_left: Vec<bool>,
@@ -220,11 +251,13 @@ impl<'a> Grower<'a> {
         rows: &'a [f32],
         columns: usize,
         labels: &[usize],
+        weights: Vec<u32>,
         classes: usize,
         allowed: &[bool],
         params: TreeParams,
-        n: usize,
     ) -> Self {
+        let n = weights.len();
+        let total = weights.iter().map(|&w| w as usize).sum::<usize>();
         // `check_data` bounds labels by `classes`, which the tree format bounds by `u8`.
         let labels: Vec<u8> = labels.iter().map(|&l| l as u8).collect();
         // Every pass below walks the rows in memory order (a column-wise walk of row-major data
@@ -286,14 +319,15 @@ impl<'a> Grower<'a> {
             }
             order.push(keys);
         }
-        let xlogx = match SHARED_XLOGX.get_or_init(|| xlogx_table(SHARED_ROWS)).get(..=n) {
+        let xlogx = match SHARED_XLOGX.get_or_init(|| xlogx_table(SHARED_ROWS)).get(..=total) {
             Some(shared) => Cow::Borrowed(shared),
-            None => Cow::Owned(xlogx_table(n)),
+            None => Cow::Owned(xlogx_table(total)),
         };
         Grower {
             rows,
             columns,
             labels,
+            weights,
             classes,
             params,
             candidates,
@@ -316,15 +350,15 @@ impl<'a> Grower<'a> {
         self.rows[row as usize * self.columns + col]
     }
 
-    /// Class counts of a segment, in all and per indicator column.
+    /// Weighted class counts of a segment, in all and per indicator column.
     fn tally(&self, start: usize, end: usize) -> (Vec<usize>, Vec<u32>) {
         let mut counts = vec![0; self.classes];
         let mut ones = vec![0; self.indicators * self.classes];
         for &r in &self.members[start..end] {
-            let label = usize::from(self.labels[r as usize]);
-            counts[label] += 1;
+            let (label, w) = (usize::from(self.labels[r as usize]), self.weights[r as usize]);
+            counts[label] += w as usize;
             for &j in &self.ones_of[self.ones_at[r as usize]..self.ones_at[r as usize + 1]] {
-                ones[j as usize * self.classes + label] += 1;
+                ones[j as usize * self.classes + label] += w;
             }
         }
         (counts, ones)
@@ -338,8 +372,9 @@ impl<'a> Grower<'a> {
     fn grow(&mut self) {
         let n = self.goes_left.len();
         let (counts, ones) = self.tally(0, n);
-        self.nodes.push(self.leaf(&counts, n));
-        let mut root = Open { node: 0, start: 0, end: n, depth: 0, split: None, counts, ones };
+        let size = counts.iter().sum();
+        self.nodes.push(self.leaf(&counts, size));
+        let mut root = Open { node: 0, start: 0, end: n, size, depth: 0, split: None, counts, ones };
         root.split = self.best_split(&root);
         let mut open = vec![root];
         while self.nodes.len() + 2 <= self.params.max_nodes {
@@ -375,7 +410,7 @@ impl<'a> Grower<'a> {
     }
 
     fn best_split(&mut self, o: &Open) -> Option<Split> {
-        let m = o.end - o.start;
+        let m = o.size;
         if !self.may_split(o.depth, &o.counts, m) {
             return None;
         }
@@ -397,7 +432,7 @@ impl<'a> Grower<'a> {
 
     /// The one threshold of an indicator column (rows with 0 go left), from the node's counts.
     fn indicator_split(&mut self, col: usize, j: usize, o: &Open, parent: f64) -> Option<Split> {
-        let m = o.end - o.start;
+        let m = o.size;
         let ones = &o.ones[j * self.classes..(j + 1) * self.classes];
         let n_ones = ones.iter().map(|&c| c as usize).sum::<usize>();
         let n_zeros = m - n_ones;
@@ -409,43 +444,41 @@ impl<'a> Grower<'a> {
             *l = total - one as usize;
         }
         let gain = parent - (self.weighted_entropy(&self.left, n_zeros) + self.weighted_entropy(&self.right, n_ones));
-        (gain > 1e-9).then(|| Split { col, threshold: midpoint(0.0, 1.0), left: n_zeros, gain })
+        (gain > 1e-9).then(|| Split { col, threshold: midpoint(0.0, 1.0), gain })
     }
 
     /// Scans one numeric column's sorted segment for the threshold with the largest gain.
     fn best_numeric_split(&mut self, col: usize, k: usize, o: &Open, parent: f64) -> Option<Split> {
         let keys = &self.order[k][o.start..o.end];
         let value = |key: u64| f32::from_bits((key >> 32) as u32);
-        let label = |key: u64| usize::from(self.labels[key as u32 as usize]);
-        let m = keys.len();
+        let row = |key: u64| key as u32 as usize;
+        let m = o.size;
         // A constant segment has no threshold.
         if keys.first().map(|&k| value(k)) == keys.last().map(|&k| value(k)) {
             return None;
         }
         self.left.iter_mut().for_each(|c| *c = 0);
         self.right.copy_from_slice(&o.counts);
-        // Thresholds leave at least `min_leaf` rows on each side: after row `i` for `i` in
-        // `min_leaf - 1..m - min_leaf` (`best_split` ensures `m >= 2 * min_leaf >= 2`).
+        // Thresholds fall between two values and leave at least `min_leaf` (weighted) rows on
+        // each side (`best_split` ensures `m >= 2 * min_leaf >= 2`).
         let min_leaf = self.params.min_leaf;
-        for &key in &keys[..min_leaf - 1] {
-            self.left[label(key)] += 1;
-            self.right[label(key)] -= 1;
-        }
         let mut best: Option<Split> = None;
-        for i in min_leaf - 1..m - min_leaf {
-            let class = label(keys[i]);
-            self.left[class] += 1;
-            self.right[class] -= 1;
-            let nl = i + 1;
+        let mut nl = 0;
+        for i in 0..keys.len() - 1 {
+            let r = row(keys[i]);
+            let (class, w) = (usize::from(self.labels[r]), self.weights[r] as usize);
+            self.left[class] += w;
+            self.right[class] -= w;
+            nl += w;
             let (v, next) = (value(keys[i]), value(keys[i + 1]));
-            if v == next {
+            if v == next || nl < min_leaf || m - nl < min_leaf {
                 continue;
             }
             let child = self.weighted_entropy(&self.left, nl) + self.weighted_entropy(&self.right, m - nl);
             let gain = parent - child;
             if gain > 1e-9 && best.is_none_or(|b| gain > b.gain + 1e-12) {
                 let threshold = midpoint(v, next);
-                best = Some(Split { col, threshold, left: nl, gain });
+                best = Some(Split { col, threshold, gain });
             }
         }
         best
@@ -459,8 +492,7 @@ impl<'a> Grower<'a> {
             let r = self.members[i];
             self.goes_left[r as usize] = self.value(r, s.col) <= s.threshold;
         }
-        self.partition_members(o.start, o.end);
-        let mid = o.start + s.left;
+        let mid = o.start + self.partition_members(o.start, o.end);
         let left_smaller = mid - o.start <= o.end - mid;
         let small = if left_smaller { (o.start, mid) } else { (mid, o.end) };
         let (small_counts, small_ones) = self.tally(small.0, small.1);
@@ -471,9 +503,10 @@ impl<'a> Grower<'a> {
         } else {
             ((large_counts, large_ones), (small_counts, small_ones))
         };
+        let (l_size, r_size): (usize, usize) = (lc.iter().sum(), rc.iter().sum());
         // The sorted orders are read only by children that may split again.
         let d = o.depth + 1;
-        if self.may_split(d, &lc, mid - o.start) || self.may_split(d, &rc, o.end - mid) {
+        if self.may_split(d, &lc, l_size) || self.may_split(d, &rc, r_size) {
             for k in 0..self.order.len() {
                 self.partition(k, o.start, o.end);
             }
@@ -481,20 +514,21 @@ impl<'a> Grower<'a> {
         let (left, right) = (self.nodes.len(), self.nodes.len() + 1);
         self.nodes[o.node] =
             Node::Split { col: s.col as u16, threshold: s.threshold, left: left as u16, right: right as u16 };
-        self.nodes.push(self.leaf(&lc, mid - o.start));
-        self.nodes.push(self.leaf(&rc, o.end - mid));
+        self.nodes.push(self.leaf(&lc, l_size));
+        self.nodes.push(self.leaf(&rc, r_size));
         [
-            Open { node: left, start: o.start, end: mid, depth: d, split: None, counts: lc, ones: lo },
-            Open { node: right, start: mid, end: o.end, depth: d, split: None, counts: rc, ones: ro },
+            Open { node: left, start: o.start, end: mid, size: l_size, depth: d, split: None, counts: lc, ones: lo },
+            Open { node: right, start: mid, end: o.end, size: r_size, depth: d, split: None, counts: rc, ones: ro },
         ]
     }
 
-    /// Stable partition of the members' segment: rows going left first.
+    /// Stable partition of the members' segment: rows going left first; returns how many go
+    /// left.
     ///
     /// Branch-free, like [`Grower::partition`]: every row is written to both sides and only
     /// the side it belongs to advances (which side varies row to row and would defeat branch
     /// prediction).
-    fn partition_members(&mut self, start: usize, end: usize) {
+    fn partition_members(&mut self, start: usize, end: usize) -> usize {
         let seg = &mut self.members[start..end];
         let right = &mut self.scratch;
         right.resize(seg.len(), 0);
@@ -508,6 +542,7 @@ impl<'a> Grower<'a> {
             s += usize::from(!left);
         }
         seg[w..].copy_from_slice(&right[..s]);
+        w
     }
 
     /// Stable partition of one order's segment: rows going left first. Left rows are
@@ -673,6 +708,79 @@ mod tests {
         let b = f32::from_bits(a.to_bits() + 1);
         let t = midpoint(a, b);
         assert!(a <= t && t < b);
+    }
+
+    #[test]
+    fn test_weighted_distinct_rows_grow_the_tree_of_the_rows_repeated() {
+        // Distinct rows (few values per column, so splits meet runs of equal values), each
+        // repeated by its weight and shuffled: the plain fit of the repeats and the weighted fit
+        // of the distinct rows in first-seen order give the same bytes.
+        let mut seed = 11u64;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        for case in 0..80 {
+            let cols = 5;
+            let classes = 2 + case % 3;
+            let n = 5 + next(300) as usize;
+            let mut distinct: Vec<Vec<f32>> = Vec::new();
+            while distinct.len() < n {
+                // Two numeric columns, then a one-hot group of three.
+                let mut row = vec![next(6) as f32 / 3.0, next(1 + case as u64 % 9) as f32, 0.0, 0.0, 0.0];
+                row[2 + next(3) as usize] = 1.0;
+                if !distinct.contains(&row) {
+                    distinct.push(row);
+                }
+                if distinct.len() < n && next(50) == 0 {
+                    break;
+                }
+            }
+            let labels: Vec<usize> =
+                distinct.iter().map(|r| (r[0] * 3.0 + r[1] + 2.0 * r[3] + next(2) as f32) as usize % classes).collect();
+            let weights: Vec<u32> =
+                distinct.iter().map(|_| 1 + next(if case % 4 == 0 { 1 } else { 6 }) as u32).collect();
+            let mut repeated: Vec<usize> =
+                weights.iter().enumerate().flat_map(|(i, &w)| std::iter::repeat_n(i, w as usize)).collect();
+            for i in (1..repeated.len()).rev() {
+                repeated.swap(i, next(i as u64 + 1) as usize);
+            }
+            // The distinct rows in the order the shuffled repeats first show them.
+            let mut seen: Vec<usize> = Vec::new();
+            for &i in &repeated {
+                if !seen.contains(&i) {
+                    seen.push(i);
+                }
+            }
+            let flat = |ids: &[usize]| ids.iter().flat_map(|&i| distinct[i].clone()).collect::<Vec<f32>>();
+            let allowed: Vec<bool> = (0..cols).map(|c| (c + case) % 6 != 0).collect();
+            let p = TreeParams { max_depth: 1 + case % 8, min_leaf: 1 + case % 7, max_nodes: 3 + (case * 7) % 125 };
+            let plain = fit(
+                &flat(&repeated),
+                cols,
+                &repeated.iter().map(|&i| labels[i]).collect::<Vec<_>>(),
+                classes,
+                &allowed,
+                p,
+            )
+            .unwrap();
+            let w: Vec<u32> = seen.iter().map(|&i| weights[i]).collect();
+            let y: Vec<usize> = seen.iter().map(|&i| labels[i]).collect();
+            let weighted = fit_weighted(&flat(&seen), cols, &y, &w, classes, &allowed, p).unwrap();
+            assert_eq!(plain.bytes, weighted.bytes, "case {case}: {} rows, {} distinct", repeated.len(), seen.len());
+        }
+        // A weight per row, none zero.
+        let (rows, labels) = ([0.0f32, 1.0], [0usize, 1]);
+        let p = TreeParams::default();
+        for w in [&[1u32][..], &[1, 0], &[1, 2, 3]] {
+            assert!(matches!(fit_weighted(&rows, 1, &labels, w, 2, &[true], p), Err(SurrogateError::Weights { .. })));
+        }
+        assert!(matches!(
+            fit_weighted(&rows, 1, &labels, &[u32::MAX, 1], 2, &[true], p),
+            Err(SurrogateError::Weights { .. })
+        ));
     }
 
     #[test]

@@ -339,11 +339,12 @@ struct Candidate {
     x: Vec<f32>,
 }
 
-/// The projected neighbours the surrogate was fitted on, with the model's labels: where a
-/// contrast leaf finds its exemplars.
+/// The projected neighbours the surrogate was fitted on, each distinct row once with the model's
+/// label and how many neighbours it stands for: where a contrast leaf finds its exemplars.
 struct Fitted {
     rows: Vec<f32>,
     labels: Vec<usize>,
+    weights: Vec<u32>,
 }
 
 /// Pool rows counted by [`Counterfactual::agreement`]: the nearest to the point in the encoded

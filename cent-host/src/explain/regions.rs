@@ -102,22 +102,29 @@ impl Explainer<'_> {
         let held = if ids.len() - held < 2 { 0 } else { held };
         let (held_out, fitted) = order.split_at(held);
         let pick = |positions: &[usize]| positions.iter().map(|&i| ids[i]).collect::<Vec<u32>>();
-        let (train, train_y) = self.projected(x, query, &pick(fitted))?;
+        let fitted = self.projected_once(x, query, &pick(fitted))?;
         let allowed = self.mutable_columns(query);
-        let surrogate = surrogate::fit(&train, cols, &train_y, self.model.classes(), &allowed, self.config.tree)?;
-        Ok(Fit {
-            surrogate,
-            held_out: pick(held_out),
-            neighbours: ids.len(),
-            fitted: Fitted { rows: train, labels: train_y },
-        })
+        let Fitted { rows, labels, weights } = &fitted;
+        let surrogate =
+            surrogate::fit_weighted(rows, cols, labels, weights, self.model.classes(), &allowed, self.config.tree)?;
+        Ok(Fit { surrogate, held_out: pick(held_out), neighbours: ids.len(), fitted })
     }
 
     /// How often `fit`'s surrogate agrees with the model on the neighbours held out, projected
     /// as those it was fitted on; on those it was fitted on when none are held out.
     pub(super) fn fidelity(&self, x: &[f32], query: &Query, fit: &Fit) -> Result<f64, ModelError> {
         if fit.held_out.is_empty() {
-            return Ok(fit.surrogate.fidelity(&fit.fitted.rows, &fit.fitted.labels));
+            let Fitted { rows, labels, weights } = &fit.fitted;
+            let (agree, all) = fit
+                .surrogate
+                .predict(rows)
+                .iter()
+                .zip(labels)
+                .zip(weights)
+                .fold((0u64, 0u64), |(agree, all), ((p, y), &w)| {
+                    (agree + if p == y { u64::from(w) } else { 0 }, all + u64::from(w))
+                });
+            return Ok(if all == 0 { 0.0 } else { agree as f64 / all as f64 });
         }
         self.held_out_fidelity(x, query, &fit.surrogate, &fit.held_out)
     }
@@ -155,6 +162,35 @@ impl Explainer<'_> {
         }
         let labels = self.model.predict(&rows)?;
         Ok((rows, labels))
+    }
+
+    /// [`Explainer::projected`] with equal rows once: the distinct projected rows in the order
+    /// first seen, their labels, and how many of the neighbours `ids` each stands for (the
+    /// weights [`surrogate::fit_weighted`] grows the tree of all of them with). Neighbours that
+    /// differ only where the projection writes (age, race or sex set to the query's, a value
+    /// clamped at it) become one row: on Adult about three in five of the first neighbourhood's.
+    /// The model is asked once per distinct row.
+    fn projected_once(&self, x: &[f32], query: &Query, ids: &[u32]) -> Result<Fitted, ModelError> {
+        let steps = projection(&self.schema, query, x, self.schema.columns());
+        let rows = self.gathered(&steps, ids);
+        let cols = self.schema.columns();
+        let (of, distinct) = crate::distinct::first_of_each(&rows, cols);
+        let (mut kept, mut first) = (Vec::with_capacity(distinct * cols), Vec::with_capacity(distinct));
+        let mut weights = vec![0u32; distinct];
+        for (i, (row, &d)) in rows.chunks_exact(cols).zip(&of).enumerate() {
+            if d as usize == first.len() {
+                first.push(i);
+                kept.extend_from_slice(row);
+            }
+            weights[d as usize] += 1;
+        }
+        // Only features the query constrains change a row; with none, the rows are the pool's.
+        let labels = if steps.is_empty() {
+            first.iter().map(|&i| self.pool_labels[ids[i] as usize]).collect()
+        } else {
+            self.model.predict(&kept)?
+        };
+        Ok(Fitted { rows: kept, labels, weights })
     }
 
     /// The pool rows `ids`, row-major, with the projection `steps` applied (see
