@@ -648,8 +648,13 @@ age,gain,hours,status,role,sex,edu,years,y
     }
 
     fn toy() -> Toy {
-        let schema = Schema::from_toml(SCHEMA, "toy.toml").unwrap();
-        let input = Input { name: "toy.csv".into(), bytes: CSV.as_bytes().to_vec(), skip_lines: 0 };
+        built(SCHEMA, CSV)
+    }
+
+    /// The rows of `csv` under `schema`, encoded, and their support.
+    fn built(schema: &str, csv: &str) -> Toy {
+        let schema = Schema::from_toml(schema, "toy.toml").unwrap();
+        let input = Input { name: "toy.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
         let table = Table::read(&schema, &[input]).unwrap();
         let all: Vec<usize> = (0..table.len()).collect();
         let encoding = Encoding::fit(&table, &all).unwrap();
@@ -958,18 +963,11 @@ categories = ["u", "v"]
 kind = "observed_combinations"
 features = ["a", "b"]
 "#;
-        let csv = "a,b,y\np,u,0\np,v,1\nq,u,0\nq,v,1\nr,u,1\n";
-        let schema = Schema::from_toml(schema, "pairs.toml").unwrap();
-        let input = Input { name: "pairs.csv".into(), bytes: csv.as_bytes().to_vec(), skip_lines: 0 };
-        let table = Table::read(&schema, &[input]).unwrap();
-        let all: Vec<usize> = (0..table.len()).collect();
-        let encoding = Encoding::fit(&table, &all).unwrap();
-        let support = Support::new(&encoding, &encoding.encode_rows(&table, &all).unwrap().data);
-        let row = |i: usize| encoding.encode_row(table.row(i)).unwrap();
+        let pairs = built(schema, "a,b,y\np,u,0\np,v,1\nq,u,0\nq,v,1\nr,u,1\n");
         // p,u -> q,v: q,u and p,v both occur.
-        assert!(support.ties(&row(0), &row(3)).is_empty());
+        assert!(pairs.support.ties(&pairs.row(0), &pairs.row(3)).is_empty());
         // q,v -> r,u: r,v never occurs, so the move of a needs the move of b.
-        assert_eq!(support.ties(&row(3), &row(4)), [vec![0, 1]]);
+        assert_eq!(pairs.support.ties(&pairs.row(3), &pairs.row(4)), [vec![0, 1]]);
     }
 
     #[test]

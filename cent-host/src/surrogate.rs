@@ -145,11 +145,7 @@ pub fn fit(
     allowed: &[bool],
     params: TreeParams,
 ) -> Result<Surrogate, SurrogateError> {
-    let params = params.check()?;
-    let n = check_data(rows, columns, labels, classes)?;
-    let mut g = Grower::new(rows, columns, labels, vec![1; n], classes, allowed, params);
-    g.grow();
-    Ok(Surrogate { bytes: g.emit(), classes, columns })
+    fit_weighted(rows, columns, labels, &vec![1; rows.len() / columns.max(1)], classes, allowed, params)
 }
 
 /// [`fit`] on distinct rows, each standing for `weights[i]` equal rows: the very tree (the
@@ -600,6 +596,16 @@ fn midpoint(a: f32, b: f32) -> f32 {
 mod tests {
     use super::*;
 
+    /// Seeded draws below a bound (xorshift): the same cases on every run.
+    fn draws(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |bound| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        }
+    }
+
     #[test]
     fn test_learns_a_threshold_with_entropy() {
         // x0 decides the class; x1 is noise.
@@ -715,13 +721,7 @@ mod tests {
         // Distinct rows (few values per column, so splits meet runs of equal values), each
         // repeated by its weight and shuffled: the plain fit of the repeats and the weighted fit
         // of the distinct rows in first-seen order give the same bytes.
-        let mut seed = 11u64;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = draws(11);
         for case in 0..80 {
             let cols = 5;
             let classes = 2 + case % 3;
@@ -788,13 +788,7 @@ mod tests {
         // One-hot groups and numeric columns. Doubling the indicators (values 0 and 2) sends them
         // through the sorted scan instead of the count path: the same tree must come out, with
         // thresholds at 1 instead of 0.5.
-        let mut seed = 7u64;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = draws(7);
         let numeric = 3;
         for case in 0..60 {
             // Narrow rows, and rows of the core's full 64 columns.
