@@ -481,8 +481,8 @@ pub fn draft(bytes: &[u8], file: &str, o: &DraftOptions) -> Result<Draft, DraftE
     draft_with(bytes, file, o, &Silent)
 }
 
-/// [`draft`], reporting each pass over the file to `progress` (in MiB read) and the last
-/// check, the file loaded with the draft, as one stage of one step.
+/// [`draft`], reporting to `progress` each pass over the file in MiB read, and the last check
+/// (the file loaded with the draft) as a stage of the same size, done at once when it ends.
 ///
 /// # Errors
 /// As [`draft`].
