@@ -1228,6 +1228,38 @@ categories = ["u", "v"]
     }
 
     #[test]
+    fn test_held_out_fidelity_on_distinct_rows_is_the_share_over_every_held_out_row() {
+        let t = toy();
+        // A one-leaf surrogate, which disagrees with the model on the rows of the other class.
+        let tree = crate::surrogate::TreeParams { max_nodes: 1, ..Default::default() };
+        let explainer =
+            Explainer::new(&t.encoding, &Sum, &t.encoder, &t.pool, Config { tree, ..Config::default() }).unwrap();
+        // With `a` fixed, held-out neighbours that differ only in `a` become one row.
+        let mut query = explainer.schema().default_query();
+        query.mutability[0] = Mutability::Immutable;
+        let (mut merged, mut measured) = (0, 0);
+        for a in 0..11 {
+            for b in 0..11 {
+                let x = [a as f32 / 10.0, b as f32 / 10.0, 1.0, 0.0];
+                let fact = argmax(&Sum.probabilities(&x).unwrap());
+                let Ok(fit) = explainer.fit_surrogate(&x, &query, fact, &[1 - fact], 1000) else { continue };
+                // The oracle: every held-out row projected and asked of the model.
+                let steps = super::projection::projection(&explainer.schema, &query, &x, explainer.schema.columns());
+                let rows = explainer.gathered(&steps, &fit.held_out);
+                let labels = Sum.predict(&rows).unwrap();
+                let want = fit.surrogate.fidelity(&rows, &labels);
+                let got = explainer.held_out_fidelity(&x, &query, &fit.surrogate, &fit.held_out).unwrap();
+                assert_eq!(got.to_bits(), want.to_bits(), "{x:?}: {got} for {want}");
+                let distinct = explainer.projected_once(&x, &query, &fit.held_out).unwrap().labels.len();
+                merged += usize::from(distinct < fit.held_out.len());
+                measured += usize::from(want > 0.0 && want < 1.0);
+            }
+        }
+        assert!(merged >= 100, "held-out rows were merged ({merged})");
+        assert!(measured >= 5, "and the share is neither 0 nor 1 for some queries ({measured})");
+    }
+
+    #[test]
     fn test_a_fidelity_measured_ahead_is_the_first_surrogates_only() {
         let t = toy();
         // Answers of the first surrogate, of a wider one and of the last resort: few neighbours,

@@ -114,22 +114,14 @@ impl Explainer<'_> {
     /// as those it was fitted on; on those it was fitted on when none are held out.
     pub(super) fn fidelity(&self, x: &[f32], query: &Query, fit: &Fit) -> Result<f64, ModelError> {
         if fit.held_out.is_empty() {
-            let Fitted { rows, labels, weights } = &fit.fitted;
-            let (agree, all) = fit
-                .surrogate
-                .predict(rows)
-                .iter()
-                .zip(labels)
-                .zip(weights)
-                .fold((0u64, 0u64), |(agree, all), ((p, y), &w)| {
-                    (agree + if p == y { u64::from(w) } else { 0 }, all + u64::from(w))
-                });
-            return Ok(if all == 0 { 0.0 } else { agree as f64 / all as f64 });
+            return Ok(weighted_agreement(&fit.surrogate, &fit.fitted));
         }
         self.held_out_fidelity(x, query, &fit.surrogate, &fit.held_out)
     }
 
-    /// [`Explainer::fidelity`] on the neighbours `held_out` (not empty).
+    /// [`Explainer::fidelity`] on the neighbours `held_out` (not empty): projected onto what the
+    /// query can reach, each distinct row asked of the model once and counted as often as it
+    /// occurs.
     pub(super) fn held_out_fidelity(
         &self,
         x: &[f32],
@@ -137,40 +129,22 @@ impl Explainer<'_> {
         surrogate: &Surrogate,
         held_out: &[u32],
     ) -> Result<f64, ModelError> {
-        let (rows, labels) = self.projected(x, query, held_out)?;
-        Ok(surrogate.fidelity(&rows, &labels))
+        Ok(weighted_agreement(surrogate, &self.projected_once(x, query, held_out)?))
     }
 
-    /// The neighbours `ids` projected onto what the query can reach, and their labels by the
-    /// model: immutable features take `x`'s values, one-direction features are clamped to `x`'s
-    /// value from the forbidden side. A neighbour that differs from `x` in race or in a younger
-    /// age teaches the surrogate nothing the query can use, and its label may hinge on exactly
-    /// that difference; projected, the tree learns the model on the query's own feasible slice.
-    /// With no such constraint the rows are the pool's and keep the pool's labels (no model
-    /// call).
-    pub(super) fn projected(
-        &self,
-        x: &[f32],
-        query: &Query,
-        ids: &[u32],
-    ) -> Result<(Vec<f32>, Vec<usize>), ModelError> {
-        let steps = projection(&self.schema, query, x, self.schema.columns());
-        let rows = self.gathered(&steps, ids);
-        // Only features the query constrains change a row; with none, the rows are the pool's.
-        if steps.is_empty() {
-            return Ok((rows, ids.iter().map(|&id| self.pool_labels[id as usize]).collect()));
-        }
-        let labels = self.model.predict(&rows)?;
-        Ok((rows, labels))
-    }
-
-    /// [`Explainer::projected`] with equal rows once: the distinct projected rows in the order
-    /// first seen, their labels, and how many of the neighbours `ids` each stands for (the
-    /// weights [`surrogate::fit_weighted`] grows the tree of all of them with). Neighbours that
+    /// The neighbours `ids` projected onto what the query can reach, equal rows once: the
+    /// distinct projected rows in the order first seen, their labels by the model, and how many
+    /// of the neighbours each stands for (the weights [`surrogate::fit_weighted`] grows the tree
+    /// of all of them with). Immutable features take `x`'s values, one-direction features are
+    /// clamped to `x`'s value from the forbidden side: a neighbour that differs from `x` in race
+    /// or in a younger age teaches the surrogate nothing the query can use, and its label may
+    /// hinge on exactly that difference; projected, the tree learns the model on the query's
+    /// own feasible slice. With no such constraint the rows are the pool's and keep the pool's
+    /// labels (no model call). Neighbours that
     /// differ only where the projection writes (age, race or sex set to the query's, a value
     /// clamped at it) become one row: on Adult about three in five of the first neighbourhood's.
     /// The model is asked once per distinct row.
-    fn projected_once(&self, x: &[f32], query: &Query, ids: &[u32]) -> Result<Fitted, ModelError> {
+    pub(super) fn projected_once(&self, x: &[f32], query: &Query, ids: &[u32]) -> Result<Fitted, ModelError> {
         let steps = projection(&self.schema, query, x, self.schema.columns());
         let rows = self.gathered(&steps, ids);
         let cols = self.schema.columns();
@@ -619,4 +593,15 @@ fn nearest_in_leaf(fitted: &Fitted, leaf_of: &[NodeIdx], leaf: NodeIdx, target: 
 fn format_threshold(v: f32) -> String {
     let text = format!("{v:.2}");
     text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The share of `fitted`'s rows, each counted by its weight, on which `surrogate` gives the
+/// model's label (0 for no rows): on the rows repeated, the same share to the bit.
+fn weighted_agreement(surrogate: &Surrogate, fitted: &Fitted) -> f64 {
+    let Fitted { rows, labels, weights } = fitted;
+    let (agree, all) =
+        surrogate.predict(rows).iter().zip(labels).zip(weights).fold((0u64, 0u64), |(agree, all), ((p, y), &w)| {
+            (agree + if p == y { u64::from(w) } else { 0 }, all + u64::from(w))
+        });
+    if all == 0 { 0.0 } else { agree as f64 / all as f64 }
 }
