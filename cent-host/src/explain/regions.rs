@@ -140,10 +140,9 @@ impl Explainer<'_> {
     /// or in a younger age teaches the surrogate nothing the query can use, and its label may
     /// hinge on exactly that difference; projected, the tree learns the model on the query's
     /// own feasible slice. With no such constraint the rows are the pool's and keep the pool's
-    /// labels (no model call). Neighbours that
-    /// differ only where the projection writes (age, race or sex set to the query's, a value
-    /// clamped at it) become one row: on Adult about three in five of the first neighbourhood's.
-    /// The model is asked once per distinct row.
+    /// labels (no model call). Neighbours that differ only where the projection writes (age,
+    /// race or sex set to the query's, a value clamped at it) become one row: on Adult about
+    /// three in five of the first neighbourhood's. The model is asked once per distinct row.
     pub(super) fn projected_once(&self, x: &[f32], query: &Query, ids: &[u32]) -> Result<Fitted, ModelError> {
         let steps = projection(&self.schema, query, x, self.schema.columns());
         let rows = self.gathered(&steps, ids);
