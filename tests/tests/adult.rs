@@ -364,8 +364,8 @@ impl BlackBox for Counted<'_> {
 
 /// A model asked once for each distinct row of a batch gives the answers it gives asked for
 /// every row, bit for bit, while being asked for fewer rows: projected neighbours repeat. (The
-/// surrogate fits already ask once per distinct row; the other calls of a query still repeat
-/// rows, about one in six on these.)
+/// surrogate fits and their held-out fidelity already ask once per distinct row; the other
+/// calls of a query still repeat rows, about one in fourteen on these.)
 #[test]
 fn test_asking_each_distinct_row_once_keeps_every_answer() {
     use cent_host::distinct::Distinct;
@@ -395,5 +395,5 @@ fn test_asking_each_distinct_row_once_keeps_every_answer() {
     let asked = plain.rows.load(Relaxed) - rows_before;
     let asked_once = once.get_ref().rows.load(Relaxed) - distinct_before;
     assert!(answered >= 8, "{answered} of 12 rows answered");
-    assert!(asked_once * 10 < asked * 9, "{asked_once} distinct rows asked against {asked}");
+    assert!(asked_once * 20 < asked * 19, "{asked_once} distinct rows asked against {asked}");
 }
