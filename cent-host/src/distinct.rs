@@ -20,8 +20,9 @@
 //! LightGBM called from Python showed no difference beyond the run-to-run drift: there each
 //! call's fixed cost outweighs its rows. These ratios were measured when a row was hashed value
 //! by value (about 3.6 times the instructions of hashing its bytes in one piece, as now) and
-//! before the surrogate fits asked for each distinct row once themselves (`first_of_each`),
-//! which leaves fewer repeats in the batches that reach a model.
+//! before the surrogate fits and their held-out fidelity asked for each distinct row once
+//! themselves (`first_of_each`), which leaves fewer repeats in the batches that reach a model
+//! (on Adult with the built-in MLP about one row in fourteen, from one in two).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
