@@ -170,7 +170,7 @@ pub fn fit_weighted(
     if weights.len() != n || weights.contains(&0) || weights.iter().map(|&w| u64::from(w)).sum::<u64>() > cap {
         return Err(SurrogateError::Weights { weights: weights.len(), rows: n, cap });
     }
-    let mut g = Grower::new(rows, columns, labels, weights.to_vec(), classes, allowed, params);
+    let mut g = Grower::new(rows, columns, labels, weights, classes, allowed, params);
     g.grow();
     Ok(Surrogate { bytes: g.emit(), classes, columns })
 }
@@ -217,7 +217,7 @@ struct Grower<'a> {
     columns: usize,
     labels: Vec<u8>,
     /// How many equal rows each row stands for (1 each for [`fit`]).
-    weights: Vec<u32>,
+    weights: &'a [u32],
     classes: usize,
     params: TreeParams,
     /// Columns that may be split on, in column order (the order ties are broken in).
@@ -247,7 +247,7 @@ impl<'a> Grower<'a> {
         rows: &'a [f32],
         columns: usize,
         labels: &[usize],
-        weights: Vec<u32>,
+        weights: &'a [u32],
         classes: usize,
         allowed: &[bool],
         params: TreeParams,
